@@ -1,0 +1,245 @@
+"""Read YAML files safely and keep the position of every key and value.
+
+Refuses, with a positioned diagnostic: files over a size limit, non-UTF-8 bytes, tabs in
+indentation, empty files, YAML syntax errors, duplicate keys and alias bombs. Produces plain
+Python data (dict/list/scalars) plus a table of positions, so later stages never touch ruamel.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsctl.config.diagnostics import Diagnostic, error
+
+MAX_FILE_BYTES = 1024 * 1024  # job files are small; anything bigger is a mistake or an attack
+MAX_NODES = 100_000  # after alias expansion
+
+Path = tuple  # a path into the document: ("compute", "resources", "gpu", "count")
+UNQUOTED_REF = re.compile(r"^jobs\.[^.\s{}]+\.outputs\.[^.\s{}]+$")
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int  # 1-based
+    col: int  # 1-based
+    length: int = 0
+
+
+@dataclass
+class Document:
+    """One loaded YAML file: plain data, its source text and where each path sits in it."""
+
+    path: str
+    text: str
+    data: Any
+    values: dict[Path, Position] = field(default_factory=dict)
+    keys: dict[Path, Position] = field(default_factory=dict)
+
+    def where(self, path: Path, key: bool = False) -> Position:
+        """Position of a path's value (or its key); falls back to the nearest parent."""
+        path = tuple(path)
+        table = self.keys if key else self.values
+        while path:
+            if path in table:
+                return table[path]
+            if key and path in self.values:
+                return self.values[path]
+            path = path[:-1]
+            table = self.keys if key else self.values
+        return Position(1, 1)
+
+    @property
+    def kind(self) -> str | None:
+        if isinstance(self.data, dict):
+            if "workflow" in self.data:
+                return "workflow"
+            if "job" in self.data or "lifecycle" in self.data or "compute" in self.data:
+                return "job"
+        return None
+
+
+def read_text(path: str) -> tuple[str | None, list[Diagnostic]]:
+    """The file's text, or diagnostics saying why it cannot be used."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        return None, [error("E001", f"cannot read file: {exc.strerror or exc}", path)]
+    if size > MAX_FILE_BYTES:
+        return None, [error("E002", f"file is {size} bytes, over the limit of {MAX_FILE_BYTES} bytes", path)]
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return None, [error("E001", f"cannot read file: {exc.strerror or exc}", path)]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, [error("E003", f"file is not UTF-8: byte 0x{raw[exc.start]:02x} cannot be decoded",
+                            path, line, col, hint="save the file as UTF-8")]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip() or all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines()):
+        return None, [error("E004", "file is empty: expected a jetstream.v1 document", path, 1, 1)]
+    return text, []
+
+
+def _tab_diagnostics(path: str, text: str) -> list[Diagnostic]:
+    found = []
+    for n, line in enumerate(text.splitlines(), 1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent:
+            found.append(error("E005", "tab character in indentation; YAML allows only spaces", path, n,
+                               indent.index("\t") + 1, hint="indent with spaces"))
+    return found
+
+
+def load_file(path: str) -> tuple[Document | None, list[Diagnostic]]:
+    text, diags = read_text(path)
+    if text is None:
+        return None, diags
+    return load_text(path, text)
+
+
+def load_text(path: str, text: str) -> tuple[Document | None, list[Diagnostic]]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    tabs = _tab_diagnostics(path, text)
+    if tabs:
+        return None, tabs
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    try:
+        raw = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = (exc.problem or exc.context or "invalid YAML").strip()
+        if "duplicate key" in (exc.problem or "") or type(exc).__name__ == "DuplicateKeyError":
+            problem = _duplicate_key_message(exc)
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return None, [error("E010", f"YAML syntax error: {problem}", path, line, col)]
+    except YAMLError as exc:
+        return None, [error("E010", f"YAML syntax error: {exc}", path, 1, 1)]
+    except RecursionError:
+        return None, [error("E011", "document nests too deeply", path, 1, 1)]
+    if raw is None:
+        return None, [error("E004", "file is empty: expected a jetstream.v1 document", path, 1, 1)]
+    if _expanded_size(raw, {}) > MAX_NODES:
+        return None, [error("E012", f"document expands to more than {MAX_NODES} values through YAML aliases "
+                            "(refused: this is how 'billion laughs' attacks work)", path, 1, 1,
+                            hint="write the values out instead of nesting aliases")]
+    doc = Document(path=path, text=text, data=None)
+    diags: list[Diagnostic] = []
+    doc.data = _plain(raw, (), doc, diags)
+    if not isinstance(doc.data, dict):
+        diags.append(error("E013", f"expected a mapping at the top of the document, got {_kind(doc.data)}",
+                           path, 1, 1))
+    return doc, diags
+
+
+def _duplicate_key_message(exc: Any) -> str:
+    m = re.search(r'found duplicate key "([^"]*)"', str(exc))
+    return f"duplicate key '{m.group(1)}'" if m else "duplicate key"
+
+
+def _expanded_size(node: Any, memo: dict[int, int]) -> int:
+    """Number of values the node stands for once aliases are expanded (memoised, so cheap)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # guards against recursive aliases
+    if isinstance(node, dict):
+        total = 1 + sum(_expanded_size(v, memo) for v in node.values())
+    elif isinstance(node, list):
+        total = 1 + sum(_expanded_size(v, memo) for v in node)
+    else:
+        total = 1
+    memo[key] = min(total, MAX_NODES + 1)
+    return memo[key]
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "nothing"
+    return f"{type(value).__name__} {value!r}"
+
+
+def unquoted_ref(node: Any) -> str | None:
+    """`path: {{jobs.a.outputs.b}}` unquoted is a flow mapping holding a mapping; read it as the reference."""
+    from ruamel.yaml.comments import CommentedKeyMap
+
+    if isinstance(node, dict) and len(node) == 1:
+        (key, value), = node.items()
+        if value is None and isinstance(key, CommentedKeyMap) and len(key) == 1:
+            (inner, inner_value), = key.items()
+            if inner_value is None and isinstance(inner, str) and UNQUOTED_REF.match(inner.strip()):
+                return "{{" + inner.strip() + "}}"
+    return None
+
+
+def _plain(node: Any, path: Path, doc: Document, diags: list[Diagnostic]) -> Any:
+    """ruamel's round-trip objects → plain data, recording positions as it goes."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(node, CommentedMap):
+        ref = unquoted_ref(node)
+        if ref is not None:
+            return ref
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            try:
+                kl, kc = node.lc.key(key)
+                vl, vc = node.lc.value(key)
+            except (KeyError, TypeError, AttributeError):
+                kl = kc = vl = vc = None
+            if not isinstance(key, (str, int, float, bool)) or key is None:
+                line = (kl or 0) + 1
+                diags.append(error("E014", "a mapping key must be a plain name", doc.path, line, (kc or 0) + 1,
+                                   hint="quote the key, or if this is a {{...}} reference, quote the value"))
+                continue
+            name = str(key).lower() if isinstance(key, bool) else str(key)
+            child = path + (name,)
+            if kl is not None:
+                doc.keys[child] = Position(kl + 1, kc + 1, len(name))
+                doc.values[child] = Position(vl + 1, vc + 1, _scalar_len(value))
+            out[name] = _plain(value, child, doc, diags)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for i, value in enumerate(node):
+            child = path + (i,)
+            try:
+                il, ic = node.lc.item(i)
+                doc.values[child] = Position(il + 1, ic + 1, _scalar_len(value))
+            except (KeyError, TypeError, AttributeError):
+                pass
+            items.append(_plain(value, child, doc, diags))
+        return items
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, (datetime.date, datetime.datetime)):
+        return node.isoformat()
+    if isinstance(node, str):
+        return str(node)
+    return str(node)
+
+
+def _scalar_len(value: Any) -> int:
+    if isinstance(value, (dict, list)) or value is None:
+        return 1
+    return len(str(value))

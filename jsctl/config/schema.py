@@ -1,0 +1,121 @@
+"""Validate documents against the JSON Schemas in jsctl/schemas/, as positioned diagnostics."""
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
+from jsctl.config.loader import Document
+
+SCHEMAS = ("job", "workflow", "workspace")
+
+
+@functools.lru_cache(maxsize=None)
+def schema(name: str) -> dict:
+    text = resources.files("jsctl").joinpath("schemas", f"{name}.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(name: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema(name))
+
+
+def validate(doc: Document, name: str, data: Any = None) -> list[Diagnostic]:
+    """Every schema violation in the document, one diagnostic each, at the offending key or value."""
+    data = doc.data if data is None else data
+    out: list[Diagnostic] = []
+    for err in _validator(name).iter_errors(data):
+        out.extend(_diagnose(doc, err))
+    seen, unique = set(), []
+    for d in out:  # anyOf/oneOf can report one problem twice
+        if (d.line, d.col, d.message) not in seen:
+            seen.add((d.line, d.col, d.message))
+            unique.append(d)
+    return unique
+
+
+def _field(path: tuple) -> str:
+    names = [p for p in path if isinstance(p, str)]
+    return names[-1] if names else "document"
+
+
+def _where(path: tuple) -> str:
+    return ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path).replace(".[", "[") or "the document"
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing"
+    return str(value)
+
+
+def _diagnose(doc: Document, err: Any) -> list[Diagnostic]:
+    path = tuple(err.absolute_path)
+    name = _field(path)
+    keyword = err.validator
+    value = err.instance
+    pos = doc.where(path)
+    file = doc.path
+
+    def at(msg: str, hint: str | None = None, p: Any = pos) -> Diagnostic:
+        return error("S" + keyword[:6].upper(), msg, file, p.line, p.col, hint, p.length)
+
+    if keyword == "additionalProperties":
+        allowed = list(err.schema.get("properties", {}))
+        extra = [k for k in value if k not in allowed]
+        return [error("SUNKNOWN", f"unknown field '{k}' in {_where(path)}{did_you_mean(k, allowed)}", file,
+                      doc.where(path + (k,), key=True).line, doc.where(path + (k,), key=True).col,
+                      None, len(k)) for k in extra]
+    if keyword == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        kpos = doc.where(path, key=True) if path else pos
+        return [at(f"missing required field '{missing}' in {_where(path)}", p=kpos)]
+    if keyword == "enum":
+        options = err.validator_value
+        return [at(f"'{name}' must be one of {', '.join(map(str, options))}; got {_show(value)}"
+                   + did_you_mean(str(value), map(str, options)))]
+    if keyword == "const":
+        return [at(f"'{name}' must be {err.validator_value!r}; got {_show(value)}")]
+    if keyword == "type":
+        want = err.validator_value
+        want = want if isinstance(want, list) else [want]
+        if "integer" in want and err.schema.get("minimum") == 1:
+            return [at(f"'{name}' must be a positive integer, got {_show(value)}")]
+        words = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
+                 "object": "a mapping", "array": "a list"}
+        hint = None
+        if "array" in want and isinstance(value, str):
+            hint = f"write a list: {name}: [{value}]" if " " not in value else "write a list, one item per line with '- '"
+        return [at(f"'{name}' must be {' or '.join(words.get(w, w) for w in want)}, got {_show(value)}", hint)]
+    if keyword == "minimum":
+        if err.validator_value == 1:
+            return [at(f"'{name}' must be a positive integer, got {_show(value)}")]
+        return [at(f"'{name}' must be at least {err.validator_value}, got {_show(value)}")]
+    if keyword == "maximum":
+        return [at(f"'{name}' must be at most {err.validator_value}, got {_show(value)}")]
+    if keyword in ("pattern", "maxLength", "minLength") and "x-error" in err.schema:
+        return [at(f"'{name}' {err.schema['x-error']}; got {_show(value)}")]
+    if keyword == "minLength":
+        return [at(f"'{name}' must not be empty")]
+    if keyword == "minItems":
+        return [at(f"'{name}' must have at least {err.validator_value} item(s)")]
+    if keyword == "uniqueItems":
+        return [at(f"'{name}' must not repeat items")]
+    if keyword == "propertyNames":
+        bad = value if isinstance(value, str) else err.instance
+        msg = err.schema.get("x-error", "is not a valid name")
+        return [at(f"key {_show(bad)} in {_where(path)} {msg}")]
+    return [at(f"{_where(path)}: {err.message}")]

@@ -1,0 +1,177 @@
+"""Typed, frozen job specifications: what every later stage reads instead of raw YAML."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsctl.config.quantities import parse_bytes, parse_duration, parse_parameters
+
+
+@dataclass(frozen=True)
+class Gpu:
+    type: str | None
+    count: int
+
+
+@dataclass(frozen=True)
+class Compute:
+    gpu: Gpu | None
+    cpu_per_gpu: int | None
+    cpu_count: int | None
+    memory_per_gpu: int | None  # bytes
+    memory_total: int | None  # bytes
+    topology: str
+    time_limit_s: int | None
+    capacity: str
+    target: str | None
+
+    @property
+    def gpus(self) -> int:
+        return self.gpu.count if self.gpu else 0
+
+
+@dataclass(frozen=True)
+class Environment:
+    image: str | None
+    pip_packages: tuple[str, ...]
+    system_packages: tuple[str, ...]
+    env_vars: tuple[tuple[str, str], ...]
+    secrets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    framework: str
+    parallelism: str
+    config: tuple[tuple[str, Any], ...]
+    launcher: str | None
+    launcher_args: tuple[str, ...]
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return dict(self.config).get(name, default)
+
+
+@dataclass(frozen=True)
+class Mount:
+    name: str
+    path: str
+    mount_path: str | None
+    save_frequency: str | None = None
+    keep_latest: int | None = None
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    command: tuple[str, ...]
+    pre_run: tuple[tuple[str, ...], ...]
+    post_success: tuple[tuple[str, ...], ...]
+    post_failure: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True)
+class Model:
+    parameters: float | None
+    config: str | None
+    sequence_length: int | None
+    micro_batch_size: int | None
+
+
+@dataclass(frozen=True)
+class Recovery:
+    max_restarts: int
+    restart_on_exit_codes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    priority: str
+    queue: str | None
+    labels: tuple[tuple[str, str], ...]
+    compute: Compute
+    environment: Environment
+    strategy: Strategy
+    inputs: tuple[Mount, ...]
+    outputs: tuple[Mount, ...]
+    lifecycle: Lifecycle
+    model: Model | None
+    recovery: Recovery
+    file: str
+    document: dict = field(compare=False, repr=False)  # the resolved document, for diffs and plan files
+
+    @property
+    def checkpoint_output(self) -> Mount | None:
+        """The output that holds checkpoints: the first with a save policy."""
+        return next((o for o in self.outputs if o.save_frequency or o.keep_latest), None)
+
+
+def _argv(items: list) -> tuple[str, ...]:
+    return tuple(str(x) for x in items)
+
+
+def _hooks(items: list | None) -> tuple[tuple[str, ...], ...]:
+    return tuple(_argv(h["command"]) for h in items or [])
+
+
+def _text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def build(data: dict, file: str) -> JobSpec:
+    """A JobSpec from a document that passed schema and semantic validation."""
+    job = data["job"]
+    compute = data.get("compute") or {}
+    res = compute.get("resources") or {}
+    gpu = res.get("gpu")
+    cpu = res.get("cpu") or {}
+    mem = res.get("memory") or {}
+    env = data.get("environment") or {}
+    build_ = env.get("build") or {}
+    strat = data.get("strategy") or {}
+    storage = data.get("storage") or {}
+    life = data["lifecycle"]
+    model = data.get("model")
+    rec = data.get("recovery") or {}
+    return JobSpec(
+        name=job["name"],
+        priority=job.get("priority", "normal"),
+        queue=job.get("queue"),
+        labels=tuple(sorted((k, _text(v)) for k, v in (job.get("labels") or {}).items())),
+        compute=Compute(
+            gpu=Gpu(gpu.get("type"), gpu["count"]) if gpu else None,
+            cpu_per_gpu=cpu.get("per_gpu"),
+            cpu_count=cpu.get("count"),
+            memory_per_gpu=parse_bytes(mem["per_gpu"]) if "per_gpu" in mem else None,
+            memory_total=parse_bytes(mem["total"]) if "total" in mem else None,
+            topology=compute.get("topology", "any"),
+            time_limit_s=parse_duration(compute["time_limit"]) if "time_limit" in compute else None,
+            capacity=compute.get("capacity", "on-demand"),
+            target=compute.get("target"),
+        ),
+        environment=Environment(
+            image=env.get("image"),
+            pip_packages=tuple(build_.get("pip_packages") or ()),
+            system_packages=tuple(build_.get("system_packages") or ()),
+            env_vars=tuple((k, _text(v)) for k, v in (env.get("env_vars") or {}).items()),
+            secrets=tuple(env.get("secrets") or ()),
+        ),
+        strategy=Strategy(
+            framework=strat.get("framework", "pytorch"),
+            parallelism=strat.get("parallelism", "auto"),
+            config=tuple(sorted((strat.get("config") or {}).items())),
+            launcher=strat.get("launcher"),
+            launcher_args=tuple(strat.get("launcher_args") or ()),
+        ),
+        inputs=tuple(Mount(i["name"], i["path"], i.get("mount_path")) for i in storage.get("inputs") or ()),
+        outputs=tuple(Mount(o["name"], o["path"], o.get("mount_path"),
+                            (o.get("policy") or {}).get("save_frequency"),
+                            (o.get("policy") or {}).get("keep_latest"))
+                      for o in storage.get("outputs") or ()),
+        lifecycle=Lifecycle(_argv(life["command"]), _hooks(life.get("pre_run")),
+                            _hooks(life.get("post_success")), _hooks(life.get("post_failure"))),
+        model=Model(parse_parameters(model["parameters"]) if "parameters" in model else None, model.get("config"),
+                    model.get("sequence_length"), model.get("micro_batch_size")) if model else None,
+        recovery=Recovery(rec.get("max_restarts", 0), tuple(rec.get("restart_on_exit_codes") or ())),
+        file=file,
+        document=data,
+    )

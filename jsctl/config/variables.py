@@ -1,0 +1,137 @@
+"""`${NAME}` and `${NAME:-default}` in string values, resolved from the user's variables.
+
+Sources (later wins): environment `JSCTL_VAR_<NAME>`, `--var-file` YAML mappings, `-v NAME=VALUE`.
+Names the platform sets when the job runs are left in place; `${JOB_ID}` becomes the job's
+deterministic id; `$${X}` writes a literal `${X}`. Any other undefined name is an error.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from jsctl.config.diagnostics import Diagnostic, error
+from jsctl.config.loader import Document, Position, load_file
+
+PATTERN = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+RUNTIME_NAMES = frozenset({"JETSTREAM_NNODES", "JETSTREAM_GPUS_PER_NODE", "MASTER_ADDR", "MASTER_PORT",
+                           "NODE_RANK", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NODEID"})
+ENV_PREFIX = "JSCTL_VAR_"
+
+
+def is_runtime_name(name: str) -> bool:
+    return name in RUNTIME_NAMES or name.startswith("JETSTREAM_")
+
+
+@dataclass(frozen=True)
+class Variables:
+    values: Mapping[str, str]
+
+    def with_overrides(self, more: Mapping[str, Any]) -> "Variables":
+        merged = dict(self.values)
+        merged.update({k: _text(v) for k, v in more.items()})
+        return Variables(merged)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def collect(cli_vars: Iterable[str] = (), var_files: Iterable[str] = (),
+            environ: Mapping[str, str] | None = None) -> tuple[Variables, list[Diagnostic]]:
+    """Merge the three sources; diagnostics for malformed `-v` or var files."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, str] = {k[len(ENV_PREFIX):]: v for k, v in environ.items()
+                              if k.startswith(ENV_PREFIX) and len(k) > len(ENV_PREFIX)}
+    diags: list[Diagnostic] = []
+    for path in var_files:
+        doc, ds = load_file(path)
+        diags.extend(ds)
+        if doc is None:
+            continue
+        if not isinstance(doc.data, dict):
+            continue
+        for key, value in doc.data.items():
+            if isinstance(value, (dict, list)) or value is None:
+                pos = doc.where((key,))
+                diags.append(error("V002", f"variable '{key}' must be a string, number or boolean", path,
+                                   pos.line, pos.col))
+            elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+                pos = doc.where((key,), key=True)
+                diags.append(error("V003", f"'{key}' is not a valid variable name", path, pos.line, pos.col))
+            else:
+                values[key] = _text(value)
+    for item in cli_vars:
+        name, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            diags.append(error("V001", f"-v expects NAME=VALUE, got {item!r}", "<command line>"))
+            continue
+        values[name] = value
+    return Variables(values), diags
+
+
+def interpolate(doc: Document, data: Any, variables: Variables, job_id: str | None,
+                leave: frozenset[str] = frozenset()) -> tuple[Any, list[Diagnostic]]:
+    """A copy of `data` with every `${...}` resolved; `leave` names are kept for run time."""
+    diags: list[Diagnostic] = []
+
+    def walk(node: Any, path: tuple) -> Any:
+        if isinstance(node, dict):
+            return {k: walk(v, path + (k,)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [walk(v, path + (i,)) for i, v in enumerate(node)]
+        if isinstance(node, str) and "$" in node:
+            return _resolve(node, doc.where(path), path)
+        return node
+
+    def _resolve(text: str, pos: Position, path: tuple) -> Any:
+        whole = PATTERN.fullmatch(text)
+
+        def sub(m: re.Match) -> str:
+            escaped, name, default = m.group(1), m.group(2), m.group(3)
+            if escaped:
+                return m.group(0)[1:]
+            if name in variables.values:
+                return variables.values[name]
+            if name == "JOB_ID" and job_id is not None:
+                return job_id
+            if is_runtime_name(name) or name in leave or name == "JOB_ID":
+                return m.group(0)
+            if default is not None:
+                return default
+            diags.append(error("V010", f"undefined variable '{name}'", doc.path, pos.line,
+                               pos.col + _offset(doc, pos, m.start()), hint=f"set it with -v {name}=VALUE, "
+                               f"--var-file, or {ENV_PREFIX}{name}; write $${{{name}}} to leave it for the shell",
+                               length=len(m.group(0))))
+            return m.group(0)
+
+        out = PATTERN.sub(sub, text)
+        if whole and not whole.group(1) and out != text:
+            return _scalar(out)
+        return out
+
+    return walk(data, ()), diags
+
+
+def _offset(doc: Document, pos: Position, index: int) -> int:
+    """Column offset of a match inside a scalar; quoted scalars start one column later."""
+    lines = doc.text.splitlines()
+    if 0 < pos.line <= len(lines):
+        line = lines[pos.line - 1]
+        if pos.col - 1 < len(line) and line[pos.col - 1] in "'\"":
+            return index + 1
+    return index
+
+
+def _scalar(text: str) -> Any:
+    """A value that was exactly one variable takes the YAML type of what it resolved to."""
+    if re.fullmatch(r"-?[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"-?[0-9]+\.[0-9]+", text):
+        return float(text)
+    if text in ("true", "false"):
+        return text == "true"
+    return text

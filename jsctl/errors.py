@@ -1,0 +1,61 @@
+"""One hierarchy of user-facing errors; each carries the exit code the CLI returns."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:
+    from jsctl.config.diagnostics import Diagnostic
+
+
+class JsctlError(Exception):
+    """Base of every error a user can cause or fix; never shown with a traceback."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class ConfigError(JsctlError):
+    """Configuration problems, collected: carries every diagnostic found."""
+
+    def __init__(self, diagnostics: Sequence["Diagnostic"], message: str | None = None) -> None:
+        self.diagnostics = list(diagnostics)
+        errors = sum(1 for d in self.diagnostics if d.severity == "error")
+        super().__init__(message or f"{errors} error{'s' if errors != 1 else ''} in configuration")
+
+
+class PlanError(JsctlError):
+    """The plan cannot be made (no feasible placement, over budget, stale plan file...)."""
+
+
+class RenderError(JsctlError):
+    """A provider could not render an artifact for a job."""
+
+
+class StateError(JsctlError):
+    """The state file is unreadable, corrupt, or from an incompatible version."""
+
+
+class StateLockedError(StateError):
+    """Another operation holds the state lock."""
+
+    def __init__(self, message: str, lock_info: dict, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.lock_info = lock_info
+
+
+class ProviderError(JsctlError):
+    """A provider or engine refused or failed an operation."""
+
+
+class CapabilityError(ProviderError):
+    """A provider lacks a capability a command needs."""
+
+
+class UsageError(JsctlError):
+    """The command line asks for something that cannot be done (unknown job, no terminal ...)."""
+
+    exit_code = 2

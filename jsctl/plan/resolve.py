@@ -1,0 +1,245 @@
+"""From files to job sources (workflow expansion, references, DAG), then to resolved JobSpecs.
+
+`load_sources` reads every file once and builds the dependency graph; `resolve_job` turns one
+source into a JobSpec for a given generation (which fixes `${JOB_ID}`), with upstream output
+paths substituted for `{{jobs.<name>.outputs.<output>}}`.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from jsctl.config import schema, semantics
+from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, has_errors
+from jsctl.config.loader import Document, load_file
+from jsctl.config.spec import JobSpec, build
+from jsctl.config.variables import Variables, interpolate
+from jsctl.plan import dag
+from jsctl.plan.identity import job_address, job_id
+
+REF = re.compile(r"\{\{\s*jobs\.([^.\s{}]+)\.outputs\.([^.\s{}]+)\s*\}\}")
+
+
+@dataclass(frozen=True)
+class Reference:
+    job: str  # upstream job name in the workflow
+    output: str
+    path: tuple  # where in the referencing document
+
+
+@dataclass(frozen=True)
+class JobSource:
+    """One job to plan, before its generation (and so its id) is known."""
+
+    address: str
+    name: str
+    doc: Document
+    variables: Variables
+    depends_on: tuple[str, ...]  # addresses, explicit and implied by references
+    workflow: str | None = None
+    references: tuple[Reference, ...] = ()
+
+
+@dataclass
+class Sources:
+    jobs: list[JobSource] = field(default_factory=list)  # in dependency order
+    documents: dict[str, Document] = field(default_factory=dict)
+    workflows: dict[str, str] = field(default_factory=dict)  # workflow name -> file
+
+    def by_address(self) -> dict[str, JobSource]:
+        return {j.address: j for j in self.jobs}
+
+    def edges(self) -> dict[str, tuple[str, ...]]:
+        return {j.address: j.depends_on for j in self.jobs}
+
+    def texts(self) -> dict[str, str]:
+        return {p: d.text for p, d in self.documents.items()}
+
+
+def load_sources(paths: Iterable[str], variables: Variables) -> tuple[Sources, list[Diagnostic]]:
+    """Load job and workflow files (kind detected from content) into sources in dependency order."""
+    sources = Sources()
+    diags: list[Diagnostic] = []
+    found: list[JobSource] = []
+    docs: list[Document] = []
+    for path in paths:
+        doc, ds = _load(path, sources)
+        diags.extend(ds)
+        if doc is not None and not has_errors(ds):
+            docs.append(doc)
+    for doc in docs:
+        if doc.kind == "workflow":
+            found.extend(_workflow_sources(doc, variables, sources, diags))
+    claimed = {os.path.normpath(j.doc.path) for j in found}
+    for doc in docs:
+        if doc.kind == "workflow" or os.path.normpath(doc.path) in claimed:
+            continue  # a job file that a workflow here names is planned as part of it
+        if doc.kind != "job" and "version" not in doc.data:
+            diags.append(error("E020", "not a jetstream.v1 job or workflow: expected a top-level 'job' or "
+                               "'workflow'", doc.path, 1, 1))
+            continue
+        for ref in _references(doc):
+            p = doc.where(ref.path)
+            diags.append(error("R001", f"reference to jobs.{ref.job}.outputs.{ref.output} outside a "
+                               "workflow: references resolve only between jobs of one workflow",
+                               doc.path, p.line, p.col))
+        job = doc.data.get("job")
+        name = job.get("name") if isinstance(job, dict) else None
+        name = name if isinstance(name, str) else os.path.splitext(os.path.basename(doc.path))[0]
+        found.append(JobSource(job_address(name), name, doc, variables, ()))
+    seen: dict[str, JobSource] = {}
+    for job in found:
+        if job.address in seen:
+            diags.append(error("E021", f"{job.address} is defined twice (also in {seen[job.address].doc.path})",
+                               job.doc.path, 1, 1))
+        else:
+            seen[job.address] = job
+    edges = {a: tuple(d for d in j.depends_on if d in seen) for a, j in seen.items()}
+    if dag.find_cycle(edges) is None:
+        sources.jobs = [seen[a] for a in dag.order(edges)]
+    else:
+        sources.jobs = list(seen.values())
+    return sources, diags
+
+
+def _load(path: str, sources: Sources) -> tuple[Document | None, list[Diagnostic]]:
+    doc, diags = load_file(path)
+    if doc is not None:
+        sources.documents[os.path.normpath(path)] = doc
+    return doc, diags
+
+
+def _references(doc: Document) -> list[Reference]:
+    refs: list[Reference] = []
+
+    def walk(node: Any, path: tuple) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, path + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, path + (i,))
+        elif isinstance(node, str):
+            refs.extend(Reference(m.group(1), m.group(2), path) for m in REF.finditer(node))
+
+    walk(doc.data, ())
+    return refs
+
+
+def _workflow_sources(doc: Document, variables: Variables, sources: Sources,
+                      diags: list[Diagnostic]) -> list[JobSource]:
+    data, ds = interpolate(doc, doc.data, variables, None)
+    diags.extend(ds)
+    ds = schema.validate(doc, "workflow", data)
+    diags.extend(ds)
+    if has_errors(ds):
+        return []
+    wf = data["workflow"]
+    name = wf["name"]
+    sources.workflows[name] = doc.path
+    entries = wf["jobs"]
+    names = [e["name"] for e in entries]
+    base = os.path.dirname(doc.path)
+    loaded: dict[str, tuple[dict, Document]] = {}
+    for i, entry in enumerate(entries):
+        path = ("workflow", "jobs", i)
+        if names.count(entry["name"]) > 1 and names.index(entry["name"]) != i:
+            p = doc.where(path + ("name",))
+            diags.append(error("W001", f"job name '{entry['name']}' is used twice in workflow '{name}'",
+                               doc.path, p.line, p.col))
+            continue
+        for j, dep in enumerate(entry.get("dependsOn") or []):
+            if dep not in names:
+                p = doc.where(path + ("dependsOn", j))
+                diags.append(error("W002", f"'{entry['name']}' depends on unknown job '{dep}'"
+                                   f"{did_you_mean(dep, names)}", doc.path, p.line, p.col, length=len(dep)))
+        spec_path = os.path.normpath(os.path.join(base, entry["spec"]))
+        if not os.path.isfile(spec_path):
+            p = doc.where(path + ("spec",))
+            diags.append(error("W003", f"job file '{entry['spec']}' not found (looked for {spec_path})",
+                               doc.path, p.line, p.col, length=len(entry["spec"])))
+            continue
+        job_doc = sources.documents.get(spec_path)
+        if job_doc is None:
+            job_doc, ds = _load(spec_path, sources)
+            diags.extend(ds)
+        if job_doc is not None and isinstance(job_doc.data, dict):
+            loaded[entry["name"]] = (entry, job_doc)
+    out: list[JobSource] = []
+    edges: dict[str, list[str]] = {}
+    for jname, (entry, job_doc) in loaded.items():
+        deps = [d for d in entry.get("dependsOn") or [] if d in names]
+        refs = _references(job_doc)
+        for ref in refs:
+            p = job_doc.where(ref.path)
+            if ref.job not in names:
+                diags.append(error("R002", f"reference to unknown job '{ref.job}'{did_you_mean(ref.job, names)}",
+                                   job_doc.path, p.line, p.col))
+            elif ref.job == jname:
+                diags.append(error("R003", f"job '{jname}' references its own output", job_doc.path, p.line, p.col))
+            elif ref.job in loaded:
+                outputs = [o.get("name") for o in _outputs(loaded[ref.job][1])]
+                if ref.output not in outputs:
+                    diags.append(error("R004", f"job '{ref.job}' has no output '{ref.output}'"
+                                       f"{did_you_mean(ref.output, outputs)}", job_doc.path, p.line, p.col,
+                                       hint=("its outputs: " + ", ".join(map(str, outputs))) if outputs else
+                                       f"'{ref.job}' declares no storage.outputs"))
+                if ref.job not in deps:
+                    deps.append(ref.job)
+        edges[jname] = deps
+        per_job = entry.get("variables") or {}
+        out.append(JobSource(job_address(jname, name), jname, job_doc, variables.with_overrides(per_job),
+                             tuple(job_address(d, name) for d in deps), name, tuple(refs)))
+    cycle = dag.find_cycle({k: v for k, v in edges.items()})
+    if cycle:
+        first = names.index(cycle[0])
+        p = doc.where(("workflow", "jobs", first, "dependsOn"), key=True)
+        diags.append(error("W004", "dependency cycle: " + " -> ".join(cycle), doc.path, p.line, p.col,
+                           hint="a workflow must be a DAG; remove one of these dependencies"))
+    return out
+
+
+def _outputs(doc: Document) -> list[dict]:
+    storage = doc.data.get("storage") if isinstance(doc.data, dict) else None
+    outs = storage.get("outputs") if isinstance(storage, dict) else None
+    return [o for o in outs or [] if isinstance(o, dict)]
+
+
+def resolve_job(source: JobSource, generation: int,
+                upstream: Mapping[str, Mapping[str, str]] | None = None) -> tuple[JobSpec | None, list[Diagnostic]]:
+    """The job's spec with variables, `${JOB_ID}` and upstream references resolved, validated."""
+    doc = source.doc
+    env = doc.data.get("environment") if isinstance(doc.data.get("environment"), dict) else {}
+    leave = frozenset(list((env.get("env_vars") or {}) if isinstance(env.get("env_vars"), dict) else ())
+                      + [s for s in env.get("secrets") or [] if isinstance(s, str)])
+    the_id = job_id(source.name, source.address, generation)
+    data, diags = interpolate(doc, doc.data, source.variables, the_id, leave)
+    if source.workflow and source.references:
+        data = _substitute(data, source.workflow, upstream or {})
+    found = schema.validate(doc, "job", data)
+    diags.extend(found)
+    if has_errors(found):
+        return None, diags
+    diags.extend(semantics.check_job(doc, data))
+    if has_errors(diags):
+        return None, diags
+    return build(data, doc.path), diags
+
+
+def _substitute(node: Any, workflow: str, upstream: Mapping[str, Mapping[str, str]]) -> Any:
+    if isinstance(node, dict):
+        return {k: _substitute(v, workflow, upstream) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_substitute(v, workflow, upstream) for v in node]
+    if isinstance(node, str) and "{{" in node:
+        def sub(m: re.Match) -> str:
+            paths = upstream.get(job_address(m.group(1), workflow))
+            return paths[m.group(2)] if paths and m.group(2) in paths else m.group(0)
+        return REF.sub(sub, node)
+    return node
+
+
+def output_paths(spec: JobSpec) -> dict[str, str]:
+    return {o.name: o.path for o in spec.outputs}

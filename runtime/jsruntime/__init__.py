@@ -1,0 +1,1 @@
+"""jsruntime: the in-job package jsctl injects into every job."""
