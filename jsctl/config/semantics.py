@@ -25,6 +25,8 @@ def check_job(doc: Document, data: dict) -> list[Diagnostic]:
     if gpu and gpu.get("type") is not None and not gpus.resolve(str(gpu["type"])):
         at(base + ("gpu", "type"), f"unknown GPU type '{gpu['type']}'{did_you_mean(str(gpu['type']), gpus.known_names())}",
            hint="known types: " + ", ".join(gpus.known_names()))
+    if gpu and gpu.get("per_node") and gpu["count"] % gpu["per_node"]:
+        at(base + ("gpu", "per_node"), f"gpu.count {gpu['count']} is not a multiple of per_node {gpu['per_node']}")
     if not gpu:
         for section, field in (("cpu", "per_gpu"), ("memory", "per_gpu")):
             if field in (res.get(section) or {}):

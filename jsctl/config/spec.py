@@ -11,6 +11,7 @@ from jsctl.config.quantities import parse_bytes, parse_duration, parse_parameter
 class Gpu:
     type: str | None
     count: int
+    per_node: int | None = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ def build(data: dict, file: str) -> JobSpec:
         queue=job.get("queue"),
         labels=tuple(sorted((k, _text(v)) for k, v in (job.get("labels") or {}).items())),
         compute=Compute(
-            gpu=Gpu(gpu.get("type"), gpu["count"]) if gpu else None,
+            gpu=Gpu(gpu.get("type"), gpu["count"], gpu.get("per_node")) if gpu else None,
             cpu_per_gpu=cpu.get("per_gpu"),
             cpu_count=cpu.get("count"),
             memory_per_gpu=parse_bytes(mem["per_gpu"]) if "per_gpu" in mem else None,

@@ -18,6 +18,7 @@ PARALLELISMS = ("ddp", "fsdp", "deepspeed", "none")
 SHARDING_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD")
 MIXED_PRECISIONS = ("bf16", "fp16", "fp32")
 CHECKPOINT_MODES = ("thread", "process", "sync")
+DEFAULT_SAVE_EVERY_S = 1800.0  # with a checkpoint directory but no JETSTREAM_SAVE_FREQUENCY
 DEFAULT_CHECKPOINT_MODE = "sync"
 """Chosen by benchmarks/checkpoint_overhead.py on 2 CPU cores: see runtime/README.md."""
 
@@ -162,6 +163,8 @@ def parse_checkpoint(env: Mapping[str, str]) -> CheckpointConfig:
     freq = env.get("JETSTREAM_SAVE_FREQUENCY")
     if freq:
         every_steps, every_seconds = parse_frequency(freq)
+    elif directory is not None:
+        every_seconds = DEFAULT_SAVE_EVERY_S
     keep = env.get("JETSTREAM_KEEP_LATEST")
     keep_latest = _int(env, "JETSTREAM_KEEP_LATEST", 0) if keep else None
     if keep_latest is not None and keep_latest < 1:

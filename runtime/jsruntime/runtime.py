@@ -1,0 +1,229 @@
+"""The object a training script talks to: ``rt = jsruntime.init()``."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from typing import Any, Callable, ContextManager, Sequence
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from . import process_group, strategy
+from .checkpoint import Checkpointer, Stateful
+from .env import CHECKPOINT_MODES, REQUEUE_EXIT_CODE, ConfigError, RuntimeEnv, read_env
+from .metrics import MetricsEmitter
+from .preemption import PreemptionWatcher
+
+log = logging.getLogger("jsruntime")
+
+
+class Runtime:
+    """Process group, strategy, checkpoints, preemption and metrics for one training process."""
+
+    def __init__(self, env: RuntimeEnv, device: torch.device, groups: process_group.Groups) -> None:
+        self.env = env
+        self.device = device
+        self.groups = groups
+        self.rank = env.dist.rank
+        self.world_size = env.dist.world_size
+        self.local_rank = env.dist.local_rank
+        self.strategy = env.strategy
+        self.metrics = MetricsEmitter(self.rank == 0, env.job_id, env.log_every)
+        self.preemption = PreemptionWatcher()
+        self.checkpointer: Checkpointer | None = None
+        if env.checkpoint.enabled:
+            self.checkpointer = Checkpointer(
+                env.checkpoint, self.rank, self.world_size, groups.control, groups.checkpoint, self.metrics
+            )
+        self._last_step = 0
+        self._finished = False
+        strategy.check(self.strategy, env.dist, device)
+
+    # ---- properties ------------------------------------------------------------------
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def preempt_requested(self) -> bool:
+        return self.preemption.requested
+
+    # ---- model -----------------------------------------------------------------------
+    def wrap(self, model: nn.Module, shard_units: Callable[[nn.Module], list[nn.Module]] | None = None) -> nn.Module:
+        """Move the model to the device and apply the planned strategy (DDP, FSDP2, none)."""
+        return strategy.wrap(model, self.strategy, self.env.dist, self.device, shard_units)
+
+    def autocast(self) -> ContextManager[object]:
+        """Mixed-precision context for the forward pass (DDP/none with bf16 or fp16)."""
+        return strategy.autocast(self.strategy, self.device)
+
+    # ---- checkpoints -----------------------------------------------------------------
+    def restore(
+        self,
+        model: nn.Module | None = None,
+        optimizer: torch.optim.Optimizer | Sequence[torch.optim.Optimizer] | None = None,
+        scheduler: Stateful | None = None,
+        dataloader: Stateful | None = None,
+        extra: dict[str, Any] | Stateful | None = None,
+    ) -> int:
+        """Register what checkpoints hold and load the newest complete one.
+
+        Returns the number of steps already done (0 without a checkpoint): continue with
+        ``for step in range(start, total)``.  ``dataloader`` is per rank (anything with
+        ``state_dict``/``load_state_dict``); ``extra`` must be equal on all ranks.
+        """
+        if optimizer is None:
+            optimizers: Sequence[torch.optim.Optimizer] = ()
+        elif isinstance(optimizer, torch.optim.Optimizer):
+            optimizers = (optimizer,)
+        else:
+            optimizers = tuple(optimizer)
+        start = 0
+        if self.checkpointer is not None:
+            t = self.checkpointer.tracked
+            t.model, t.optimizers, t.scheduler, t.dataloader, t.extra = model, optimizers, scheduler, dataloader, extra
+            t0 = time.monotonic()
+            found = self.checkpointer.restore()
+            if found is not None:
+                start, info = found
+                self.metrics.event(
+                    "restore", step=start, restart_count=self.env.dist.restart_count,
+                    world_size=self.world_size, load_s=round(time.monotonic() - t0, 4), **info,
+                )
+            else:
+                self.metrics.event("fresh_start", step=0, restart_count=self.env.dist.restart_count)
+        self._optimizers = optimizers
+        self._last_step = start
+        self.metrics.start_window(time.perf_counter())
+        return start
+
+    def save(self, step: int, mode: str | None = None) -> None:
+        """Checkpoint now (every rank must call it at the same step)."""
+        if self.checkpointer is None:
+            raise RuntimeError("checkpoints are disabled: JETSTREAM_CHECKPOINT_DIR is not set")
+        self.checkpointer.save(step, mode)
+
+    # ---- the training loop -------------------------------------------------------------
+    def step(
+        self,
+        step: int,
+        loss: float | torch.Tensor | None = None,
+        lr: float | None = None,
+        samples: float | None = None,
+        tokens: float | None = None,
+        **metrics: Any,
+    ) -> None:
+        """Call after each optimizer step with the number of steps done.
+
+        Logs metrics (rank 0), publishes a finished background save, starts a checkpoint
+        when one is due, and on SIGTERM/SIGUSR1 saves synchronously and exits with
+        ``REQUEUE_EXIT_CODE`` (75).  Every rank must call it for every step.
+        """
+        now = time.perf_counter()
+        self._last_step = step
+        if lr is None and getattr(self, "_optimizers", ()):
+            lr = self._optimizers[0].param_groups[0].get("lr")
+        if isinstance(loss, torch.Tensor):
+            loss = float(loss.detach().float().item())
+        if isinstance(lr, torch.Tensor):
+            lr = float(lr.item())
+        self.metrics.step(step, now, self.world_size, loss=loss, lr=lr, samples=samples, tokens=tokens, extra=metrics)
+
+        ck = self.checkpointer
+        cfg = self.env.checkpoint
+        writing, failed = ck.local_status() if ck else (False, False)
+        time_due = bool(
+            ck and cfg.every_seconds is not None and self.rank == 0
+            and time.monotonic() - ck.last_save_started >= cfg.every_seconds
+        )
+        flags = [float(self.preemption.requested), float(writing), float(failed), float(time_due)]
+        if self.world_size > 1:  # one small all_reduce: every rank acts on the same facts
+            t = torch.tensor(flags)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.groups.control)
+            flags = t.tolist()
+        preempt, writing_any, failed_any, time_due_any = (f > 0 for f in flags)
+
+        if ck is not None and ck.in_flight is not None and not writing_any:
+            ck.complete(failed_any)
+        if preempt:
+            self._stop_for_preemption(step)
+        due = time_due_any or (cfg.every_steps is not None and step % cfg.every_steps == 0)
+        if ck is not None and due and ck.last_saved_step != step:
+            ck.save(step)
+
+    def _stop_for_preemption(self, step: int) -> None:
+        self.metrics.event("preempt", step=step, signal=self.preemption.signal_name or "peer rank")
+        if self.checkpointer is not None:
+            self.checkpointer.wait()
+            if self.checkpointer.last_saved_step != step:
+                self.checkpointer.save(step, mode="sync")
+        if self.world_size > 1:
+            dist.barrier(group=self.groups.control)  # no rank exits before the save is published
+        status = self.env.status_file
+        if status and self.local_rank == 0:
+            with contextlib.suppress(OSError), open(status, "w") as fh:
+                fh.write(f"preempted step={step} exit={REQUEUE_EXIT_CODE}\n")
+        self.metrics.event("exit", step=step, exit_code=REQUEUE_EXIT_CODE, reason="preempted")
+        self._finished = True
+        process_group.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        raise SystemExit(REQUEUE_EXIT_CODE)
+
+    def finish(self, save: bool = True) -> None:
+        """End of training: wait for background saves, write a final checkpoint, tear down."""
+        if self._finished:
+            return
+        self._finished = True
+        ck = self.checkpointer
+        if ck is not None:
+            ck.wait()
+            if save and self._last_step > 0 and ck.last_saved_step != self._last_step:
+                ck.save(self._last_step, mode="sync")
+        if self.world_size > 1:
+            dist.barrier(group=self.groups.control)
+        self.metrics.event("finish", step=self._last_step)
+        self.preemption.uninstall()
+        process_group.shutdown()
+
+
+def init(
+    device: str | None = None,
+    checkpoint_mode: str | None = None,
+    log_every: int | None = None,
+    handle_signals: bool = True,
+    env: RuntimeEnv | None = None,
+) -> Runtime:
+    """Read the job environment, start the process group, install preemption handlers.
+
+    Raises ``StrategyError`` when the planned strategy cannot run on this machine.
+    """
+    import dataclasses
+
+    logging.basicConfig(level=os.environ.get("JSRUNTIME_LOG_LEVEL", "WARNING"))
+    env = env or read_env()
+    if checkpoint_mode is not None:
+        if checkpoint_mode not in CHECKPOINT_MODES:
+            raise ConfigError(f"checkpoint_mode={checkpoint_mode!r}: expected one of {CHECKPOINT_MODES}")
+        env = dataclasses.replace(env, checkpoint=dataclasses.replace(env.checkpoint, mode=checkpoint_mode))
+    if log_every is not None:
+        env = dataclasses.replace(env, log_every=log_every)
+    dev = process_group.pick_device(env.dist, device)
+    strategy.check(env.strategy, env.dist, dev)
+    groups = process_group.init_groups(env.dist, dev)
+    rt = Runtime(env, dev, groups)
+    if env.status_file and env.dist.local_rank == 0 and os.path.exists(env.status_file):
+        os.unlink(env.status_file)  # left by an earlier attempt that torchrun restarted
+    if handle_signals:
+        rt.preemption.install()
+    rt.metrics.event(
+        "start", rank=rt.rank, world_size=rt.world_size, restart_count=env.dist.restart_count,
+        parallelism=env.strategy.parallelism, device=str(dev),
+        checkpoint_dir=env.checkpoint.directory, checkpoint_mode=env.checkpoint.mode if env.checkpoint.enabled else None,
+    )
+    return rt
