@@ -22,7 +22,7 @@ PYTHONS = frozenset({"python", "python3"})
 # torchrun must forward SIGUSR1 (Slurm's --signal) instead of dying and orphaning its workers.
 TORCHRUN_SIGNALS = "--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 DEFAULT_LAUNCHER_ARGS = ("--nnodes=${JETSTREAM_NNODES}", "--nproc_per_node=${JETSTREAM_GPUS_PER_NODE}",
-                         "--node_rank=${JETSTREAM_NODE_RANK}", "--rdzv_backend=c10d",
+                         "--rdzv_backend=c10d",
                          "--rdzv_endpoint=${MASTER_ADDR}:${MASTER_PORT}", "--rdzv_id=${JOB_ID}")
 
 
@@ -56,7 +56,7 @@ def command(ctx: JobContext) -> tuple[str, ...]:
 def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None) -> dict[str, str]:
     """Variables every job gets (secrets excluded: they travel at submit, never in an artifact).
 
-    Values that depend on the allocation (MASTER_ADDR, MASTER_PORT, JETSTREAM_NODE_RANK) are set
+    Values that depend on the allocation (MASTER_ADDR, MASTER_PORT) are set
     by the provider at run time.
     """
     p = ctx.placement
