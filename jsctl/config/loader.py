@@ -119,9 +119,9 @@ def load_text(path: str, text: str) -> tuple[Document | None, list[Diagnostic]]:
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = (exc.problem or exc.context or "invalid YAML").strip()
-        if "duplicate key" in (exc.problem or "") or type(exc).__name__ == "DuplicateKeyError":
-            problem = _duplicate_key_message(exc)
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        if "duplicate key" in (exc.problem or "") or type(exc).__name__ == "DuplicateKeyError":
+            return None, [error("E015", _duplicate_key_message(exc), path, line, col)]
         return None, [error("E010", f"YAML syntax error: {problem}", path, line, col)]
     except YAMLError as exc:
         return None, [error("E010", f"YAML syntax error: {exc}", path, 1, 1)]
@@ -144,7 +144,8 @@ def load_text(path: str, text: str) -> tuple[Document | None, list[Diagnostic]]:
 
 def _duplicate_key_message(exc: Any) -> str:
     m = re.search(r'found duplicate key "([^"]*)"', str(exc))
-    return f"duplicate key '{m.group(1)}'" if m else "duplicate key"
+    first = f" (first at line {exc.context_mark.line + 1})" if getattr(exc, "context_mark", None) else ""
+    return (f"duplicate key '{m.group(1)}'" if m else "duplicate key") + first
 
 
 def _expanded_size(node: Any, memo: dict[int, int]) -> int:

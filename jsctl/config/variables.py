@@ -103,7 +103,7 @@ def interpolate(doc: Document, data: Any, variables: Variables, job_id: str | No
             if default is not None:
                 return default
             diags.append(error("V010", f"undefined variable '{name}'", doc.path, pos.line,
-                               pos.col + _offset(doc, pos, m.start()), hint=f"set it with -v {name}=VALUE, "
+                               pos.col + column_offset(doc, pos, m.start()), hint=f"set it with -v {name}=VALUE, "
                                f"--var-file, or {ENV_PREFIX}{name}; write $${{{name}}} to leave it for the shell",
                                length=len(m.group(0))))
             return m.group(0)
@@ -116,7 +116,7 @@ def interpolate(doc: Document, data: Any, variables: Variables, job_id: str | No
     return walk(data, ()), diags
 
 
-def _offset(doc: Document, pos: Position, index: int) -> int:
+def column_offset(doc: Document, pos: Position, index: int) -> int:
     """Column offset of a match inside a scalar; quoted scalars start one column later."""
     lines = doc.text.splitlines()
     if 0 < pos.line <= len(lines):

@@ -13,9 +13,9 @@ from typing import Any, Iterable, Mapping
 
 from jsctl.config import schema, semantics
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, has_errors
-from jsctl.config.loader import Document, load_file
+from jsctl.config.loader import Document, Position, load_file
 from jsctl.config.spec import JobSpec, build
-from jsctl.config.variables import Variables, interpolate
+from jsctl.config.variables import Variables, column_offset, interpolate
 from jsctl.plan import dag
 from jsctl.plan.identity import job_address, job_id
 
@@ -27,6 +27,7 @@ class Reference:
     job: str  # upstream job name in the workflow
     output: str
     path: tuple  # where in the referencing document
+    index: int = 0  # where in that string value
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def load_sources(paths: Iterable[str], variables: Variables) -> tuple[Sources, l
                                "'workflow'", doc.path, 1, 1))
             continue
         for ref in _references(doc):
-            p = doc.where(ref.path)
+            p = _ref_position(doc, ref)
             diags.append(error("R001", f"reference to jobs.{ref.job}.outputs.{ref.output} outside a "
                                "workflow: references resolve only between jobs of one workflow",
                                doc.path, p.line, p.col))
@@ -122,7 +123,7 @@ def _references(doc: Document) -> list[Reference]:
             for i, v in enumerate(node):
                 walk(v, path + (i,))
         elif isinstance(node, str):
-            refs.extend(Reference(m.group(1), m.group(2), path) for m in REF.finditer(node))
+            refs.extend(Reference(m.group(1), m.group(2), path, m.start()) for m in REF.finditer(node))
 
     walk(doc.data, ())
     return refs
@@ -173,7 +174,7 @@ def _workflow_sources(doc: Document, variables: Variables, sources: Sources,
         deps = [d for d in entry.get("dependsOn") or [] if d in names]
         refs = _references(job_doc)
         for ref in refs:
-            p = job_doc.where(ref.path)
+            p = _ref_position(job_doc, ref)
             if ref.job not in names:
                 diags.append(error("R002", f"reference to unknown job '{ref.job}'{did_you_mean(ref.job, names)}",
                                    job_doc.path, p.line, p.col))
@@ -199,6 +200,11 @@ def _workflow_sources(doc: Document, variables: Variables, sources: Sources,
         diags.append(error("W004", "dependency cycle: " + " -> ".join(cycle), doc.path, p.line, p.col,
                            hint="a workflow must be a DAG; remove one of these dependencies"))
     return out
+
+
+def _ref_position(doc: Document, ref: Reference) -> Position:
+    p = doc.where(ref.path)
+    return Position(p.line, p.col + column_offset(doc, p, ref.index))
 
 
 def _outputs(doc: Document) -> list[dict]:
