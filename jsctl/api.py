@@ -39,3 +39,98 @@ def validate(paths: Sequence[str], vars: Variables | None = None) -> Validation:
             upstream[source.address] = output_paths(spec)
     unique = tuple(dict.fromkeys(diags))
     return Validation(sources, specs, unique)
+
+
+# ---- plan and apply ---------------------------------------------------------------------------------
+
+def open_workspace(path: str | None = None):
+    from jsctl.config import workspace
+
+    return workspace.load(path)
+
+
+def store_for(ws):
+    from jsctl.state.store import StateStore
+
+    return StateStore(ws.state_path)
+
+
+def refresh(ws, state, echo=None) -> dict:
+    """Live status of every job in state: one batched query per cluster."""
+    from jsctl.apply import Clients
+    from jsctl.errors import JsctlError
+    from jsctl.providers.base import JobHandle
+
+    by_cluster: dict[str, list] = {}
+    for address, record in state.resources.items():
+        if record.get("handle"):
+            handle = JobHandle.parse(record["handle"])
+            by_cluster.setdefault(handle.cluster, []).append((address, handle))
+    live = {}
+    clients = Clients(ws)
+    for cluster, items in by_cluster.items():
+        try:
+            answers = clients.get(cluster).refresh([h for _, h in items])
+        except JsctlError as exc:
+            if echo:
+                echo(f"Warning: could not refresh {cluster}: {exc.message}")
+            continue
+        for address, handle in items:
+            if handle in answers:
+                live[address] = answers[handle]
+    return live
+
+
+def probe(ws, echo=None) -> dict:
+    from jsctl.apply import Clients
+    from jsctl.errors import JsctlError
+
+    facts = {}
+    clients = Clients(ws)
+    for cluster in ws.clusters:
+        try:
+            facts[cluster.name] = clients.get(cluster.name).probe()
+        except JsctlError as exc:
+            if echo:
+                echo(f"Warning: could not probe {cluster.name}: {exc.message}")
+    return facts
+
+
+def plan(paths: Sequence[str], vars: Variables | None = None, ws=None, targets: Sequence[str] = (),
+         destroy: bool = False, echo=None, state=None):
+    """Refresh, then plan: what apply would do for these files against state."""
+    import os
+
+    from jsctl.errors import ConfigError
+    from jsctl.plan.planner import PlanInputs, make_plan
+
+    ws = ws or open_workspace()
+    store = store_for(ws)
+    state = state if state is not None else store.read()
+    sources, diags = load_sources(paths, vars or Variables({}))
+    if has_errors(diags):
+        exc = ConfigError(diags)
+        exc.sources = sources.texts()
+        raise exc
+    live = refresh(ws, state, echo)
+    facts = probe(ws, echo)
+    counts: dict[str, int] = {}
+    for record in state.resources.values():
+        counts[record.get("cluster", "?")] = counts.get(record.get("cluster", "?"), 0) + 1
+    refreshed = "Refreshing state... " + (", ".join(f"{n} job{'s' if n != 1 else ''} on {c}"
+                                                    for c, n in sorted(counts.items())) or "no jobs in state")
+    try:
+        result = make_plan(PlanInputs(sources, state, ws, facts, live, tuple(targets), destroy,
+                                      os.path.exists(store.path), tuple(paths)))
+    except ConfigError as exc:
+        exc.sources = sources.texts()
+        raise
+    from dataclasses import replace
+
+    return replace(result, refreshed=refreshed)
+
+
+def apply(the_plan, ws, echo, poll_s: float = 1.0):
+    from jsctl.apply import apply as run
+
+    return run(the_plan, ws, store_for(ws), echo, poll_s)

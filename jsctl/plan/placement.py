@@ -2,17 +2,42 @@
 
 Pure: a function of the job spec, the offers the providers listed, and the preference order.
 Every offer becomes a Candidate with the reasons it cannot run the job (empty when it can).
+
+Rules, in the order a candidate is checked:
+  * availability       an offer marked unavailable (partition down) is a miss.
+  * GPU type / family  `a100` accepts either A100; `a100-80gb` (or an alias) only that model.
+                       An offer of emulated GPUs (`*`, the local machine) accepts any type.
+  * GPUs per node      `gpu.per_node` is taken as asked (and must fit the nodes). Otherwise nodes
+                       are filled: 32 GPUs on 8-GPU nodes is 4 × 8. A count that does not fill
+                       whole nodes is split evenly (12 → 2 × 6), because every node of a job
+                       runs the same number of workers; a split that would leave more than half
+                       of each node idle (13 → 13 × 1) is rejected with the reason.
+  * cpu / memory       `cpu.per_gpu` × GPUs per node and `memory.per_gpu` × GPUs per node must
+                       fit a node. When they do not and `per_node` is free, fewer GPUs go on each
+                       node (256Gi per GPU on 1152Gi nodes: 4 per node) and the note says so.
+  * nodes              a pool with a fixed node count (a partition) must have enough nodes.
+  * topology           `interconnect` needs a multi-node fabric (InfiniBand, EFA, GPUDirect-TCPX)
+                       when the job spans nodes; `nvlink` needs NVLink when a node holds more
+                       than one of the job's GPUs.
+  * time_limit         must not exceed the pool's max time.
+  * capacity           `spot` / `backfill` only where the offer sells it.
+Among feasible candidates the first cluster in `prefer:` order wins, then the cheapest $/hour,
+then the fewest nodes. `compute.target` (a cluster, or `cluster/pool`) narrows the offers first.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from typing import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
 
 from jsctl.config.quantities import format_bytes, format_duration
-from jsctl.config.spec import JobSpec
+from jsctl.config.spec import Compute, JobSpec
 from jsctl.plan import gpus
 from jsctl.providers.base import Offer, Placement
+
+# how far a miss is from working, per kind of reason (nearest misses are listed first)
+_WEIGHT = {"type": 100, "nogpu": 100, "target": 100, "down": 40, "per_node": 12, "split": 12, "nodes": 8,
+           "capacity": 6, "fabric": 6, "nvlink": 6, "time": 4, "cpu": 4, "memory": 4}
 
 
 @dataclass(frozen=True)
@@ -23,78 +48,84 @@ class Candidate:
     price_per_hour: float | None
     reasons: tuple[str, ...]  # why it cannot run the job; empty = feasible
     chosen: bool = False
+    notes: tuple[str, ...] = ()  # how it would run (packing), when feasible
+    capacity: str = "on-demand"
+    distance: int = field(default=0, compare=False)  # 0 when feasible; larger = further from working
+    shape_ok: bool = True  # False when the shape itself is the problem (type, GPUs per node)
 
     @property
     def feasible(self) -> bool:
         return not self.reasons
 
+    def to_dict(self) -> dict[str, Any]:
+        o = self.offer
+        return {"cluster": o.cluster, "provider": o.provider, "pool": o.pool, "region": o.region,
+                "gpu_type": o.gpu_type, "nodes": self.nodes if self.shape_ok else None,
+                "gpus_per_node": self.gpus_per_node if self.shape_ok else None, "capacity": self.capacity,
+                "price_per_hour": self.price_per_hour, "feasible": self.feasible, "chosen": self.chosen,
+                "reasons": list(self.reasons), "notes": list(self.notes)}
+
 
 @dataclass(frozen=True)
 class PlacementResult:
     placement: Placement | None
-    candidates: tuple[Candidate, ...]  # chosen first, then feasible by price, then misses by closeness
+    candidates: tuple[Candidate, ...]  # chosen first, then feasible by rank, then misses nearest first
+    why: str | None = None  # why the chosen one won, or why nothing could be considered
 
     @property
     def feasible(self) -> bool:
         return self.placement is not None
 
+    @property
+    def chosen(self) -> Candidate | None:
+        return self.candidates[0] if self.candidates and self.candidates[0].chosen else None
 
-def shape(count: int, per_node: int | None, node_gpus: int, max_nodes: int | None) -> tuple[int, int, str | None]:
-    """(nodes, gpus per node, note): fill nodes; pack evenly when the count does not divide."""
+    def to_dict(self) -> dict[str, Any]:
+        p = self.placement
+        return {"feasible": self.feasible, "why": self.why,
+                "placement": None if p is None else {
+                    "cluster": p.cluster, "provider": p.provider, "pool": p.pool, "nodes": p.nodes,
+                    "gpus_per_node": p.gpus_per_node, "gpu_type": p.gpu_type, "interconnect": p.interconnect,
+                    "capacity": p.capacity, "price_per_hour": p.price_per_hour},
+                "candidates": [c.to_dict() for c in self.candidates]}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def shape(count: int, per_node: int | None, node_gpus: int, max_nodes: int | None = None,
+          cap: int | None = None) -> tuple[int, int, str | None]:
+    """(nodes, gpus per node, note): fill nodes, split evenly when the count does not divide.
+
+    `cap` is the most GPUs per node the job's cpu/memory per GPU allow (None = no limit). The
+    note is None for a full fit, says how the GPUs were packed, or starts with "cannot" when no
+    even split leaves at least half of each node in use.
+    """
     if per_node:
-        return count // per_node, per_node, None
+        return math.ceil(count / per_node), per_node, None
     if node_gpus <= 0:
         return 0, 0, None
-    if count <= node_gpus:
+    limit = node_gpus if cap is None else max(0, min(node_gpus, cap))
+    if limit == 0:
+        return math.ceil(count / node_gpus), min(count, node_gpus), None
+    if count <= limit:
         return 1, count, None
-    nodes = math.ceil(count / node_gpus)
-    while count % nodes:
-        nodes += 1
-    note = None if count == nodes * node_gpus else f"packed as {nodes} × {count // nodes} ({count} does not fill {node_gpus}-GPU nodes)"
-    return nodes, count // nodes, note
-
-
-def evaluate(spec: JobSpec, offer: Offer) -> Candidate:
-    c = spec.compute
-    reasons: list[str] = []
-    if not offer.available:
-        reasons.append(f"{offer.pool} is not available ({offer.note or 'down'})")
-    if c.gpu:
-        nodes, per_node, _ = shape(c.gpu.count, c.gpu.per_node, offer.gpus_per_node, offer.max_nodes)
-        if not offer.gpu_type or offer.gpus_per_node <= 0:
-            reasons.append("no GPUs")
-            nodes, per_node = 0, 0
-        else:
-            if c.gpu.type and offer.gpu_type != "*" and not gpus.matches(c.gpu.type, offer.gpu_type):
-                reasons.append(f"gpu type {offer.gpu_type} ≠ {c.gpu.type}")
-            if per_node > offer.gpus_per_node:
-                reasons.append(f"needs {per_node} GPUs per node, nodes have {offer.gpus_per_node}")
-            if offer.max_nodes is not None and nodes > offer.max_nodes:
-                reasons.append(f"needs {nodes} node{'s' if nodes != 1 else ''} × {per_node} GPUs, "
-                               f"{offer.pool} has {offer.max_nodes} node{'s' if offer.max_nodes != 1 else ''} "
-                               f"× {offer.gpus_per_node}")
-        cpus = (c.cpu_per_gpu or 0) * per_node
-        mem = (c.memory_per_gpu or 0) * per_node
-    else:
-        nodes, per_node = 1, 0
-        cpus, mem = c.cpu_count or 1, c.memory_total or 0
-    if cpus > offer.cpus_per_node:
-        reasons.append(f"needs {cpus} CPUs per node, nodes have {offer.cpus_per_node}")
-    if mem > offer.memory_per_node:
-        reasons.append(f"needs {format_bytes(mem)} memory per node, nodes have {format_bytes(offer.memory_per_node)}")
-    if c.topology == "interconnect" and not offer.interconnect:
-        reasons.append("no multi-node interconnect (topology: interconnect)")
-    if c.topology == "nvlink" and not offer.nvlink:
-        reasons.append("no NVLink (topology: nvlink)")
-    if c.time_limit_s and offer.max_time_s is not None and c.time_limit_s > offer.max_time_s:
-        reasons.append(f"time_limit {format_duration(c.time_limit_s)} over max time {format_duration(offer.max_time_s)}")
-    if c.capacity not in offer.capacities:
-        reasons.append(f"no {c.capacity} capacity")
-    return Candidate(offer, nodes, per_node, price(offer, nodes, per_node, c.capacity), tuple(reasons))
+    k = next(k for k in range(limit, 0, -1) if count % k == 0)
+    nodes = count // k
+    if k == node_gpus:
+        return nodes, k, None
+    if limit < node_gpus and k * 2 >= limit:
+        return nodes, k, f"packed as {nodes} × {k}: cpu/memory per GPU allow {limit} of {node_gpus} GPUs per node"
+    if k * 2 >= node_gpus:
+        return nodes, k, f"packed as {nodes} × {k}: {count} GPUs do not fill {node_gpus}-GPU nodes"
+    return nodes, k, (f"cannot split {count} GPUs evenly onto {node_gpus}-GPU nodes: the best even split, "
+                      f"{nodes} × {k}, leaves {node_gpus - k} of {node_gpus} GPUs idle on each node "
+                      f"(ask for a multiple of {limit}, or set gpu.per_node)")
 
 
 def price(offer: Offer, nodes: int, per_node: int, capacity: str) -> float | None:
-    """$/hour for the whole allocation."""
+    """$/hour for the whole allocation: GPU-hour rates charge GPUs used; instances charge whole nodes."""
     if offer.gpu_hour_price is not None and per_node:
         return round(offer.gpu_hour_price * nodes * per_node, 4)
     node_price = offer.spot_node_hour_price if capacity == "spot" else offer.node_hour_price
@@ -103,22 +134,143 @@ def price(offer: Offer, nodes: int, per_node: int, capacity: str) -> float | Non
     return round(node_price * nodes, 4) if node_price is not None else None
 
 
+@dataclass(frozen=True)
+class _Need:
+    """What a job asks of a node, computed once per job (placement runs for many offers)."""
+
+    compute: Compute
+    count: int
+    gpu_type: str | None
+    per_node: int | None
+    cpu_per_gpu: int
+    mem_per_gpu: int
+
+
+def _need(spec: JobSpec) -> _Need:
+    c = spec.compute
+    g = c.gpu
+    return _Need(c, g.count if g else 0, g.type if g else None, g.per_node if g else None,
+                 c.cpu_per_gpu or 0, c.memory_per_gpu or 0)
+
+
+def evaluate(spec: JobSpec, offer: Offer) -> Candidate:
+    """One offer checked against one job: shape, price and every reason it cannot run the job."""
+    return _evaluate(_need(spec), offer)
+
+
+def _evaluate(need: _Need, offer: Offer) -> Candidate:
+    c = need.compute
+    reasons: list[str] = []
+    kinds: list[str] = []
+    notes: tuple[str, ...] = ()
+    shape_ok = True
+
+    def miss(kind: str, text: str) -> None:
+        kinds.append(kind)
+        reasons.append(text)
+
+    if not offer.available:
+        miss("down", f"{offer.pool} is not available ({offer.note or 'down'})")
+    if need.count:
+        node_gpus = offer.gpus_per_node if offer.gpu_type else 0
+        cap = None
+        if not need.per_node and node_gpus:
+            caps = [node_gpus]
+            if need.cpu_per_gpu:
+                caps.append(offer.cpus_per_node // need.cpu_per_gpu)
+            if need.mem_per_gpu:
+                caps.append(offer.memory_per_node // need.mem_per_gpu)
+            cap = min(caps)
+        nodes, per_node, note = shape(need.count, need.per_node, node_gpus, offer.max_nodes, cap)
+        if node_gpus <= 0:
+            miss("nogpu", "no GPUs")
+            shape_ok = False
+            nodes, per_node = 0, 0
+        else:
+            if need.gpu_type and offer.gpu_type != "*" and not gpus.matches(need.gpu_type, offer.gpu_type):
+                miss("type", f"gpu type {offer.gpu_type} ≠ {need.gpu_type}")
+                shape_ok = False
+            if need.per_node and need.count % need.per_node:
+                miss("split", f"gpu.count {need.count} is not a multiple of gpu.per_node {need.per_node}")
+                shape_ok = False
+            if per_node > node_gpus:
+                miss("per_node", f"needs {per_node} GPUs per node, nodes have {node_gpus}")
+                shape_ok = False
+            if note and note.startswith("cannot"):
+                miss("split", note)
+                shape_ok = False
+            elif note:
+                notes = (note,)
+            if offer.max_nodes is not None and nodes > offer.max_nodes and per_node <= node_gpus:
+                miss("nodes", f"needs {_plural(nodes, 'node')} × {per_node} GPUs, {offer.pool} has "
+                     f"{_plural(offer.max_nodes, 'node')} × {node_gpus}")
+        cpus = need.cpu_per_gpu * per_node
+        mem = need.mem_per_gpu * per_node
+        if c.cpu_count and not need.cpu_per_gpu and nodes:
+            cpus = math.ceil(c.cpu_count / nodes)
+        if c.memory_total and not need.mem_per_gpu and nodes:
+            mem = math.ceil(c.memory_total / nodes)
+    else:
+        nodes, per_node = 1, 0
+        cpus, mem = c.cpu_count or 1, c.memory_total or 0
+    if cpus > offer.cpus_per_node:
+        what = f" (cpu.per_gpu {need.cpu_per_gpu} × {per_node})" if need.cpu_per_gpu and per_node else ""
+        miss("cpu", f"needs {cpus} CPUs per node{what}, nodes have {offer.cpus_per_node}")
+    if mem > offer.memory_per_node:
+        what = (f" (memory.per_gpu {format_bytes(need.mem_per_gpu)} × {per_node})"
+                if need.mem_per_gpu and per_node else "")
+        miss("memory", f"needs {format_bytes(mem)} memory per node{what}, nodes have "
+             f"{format_bytes(offer.memory_per_node)}")
+    if c.topology == "interconnect" and nodes > 1 and not offer.interconnect:
+        miss("fabric", f"no multi-node interconnect for {nodes} nodes (topology: interconnect)")
+    if c.topology == "nvlink" and per_node > 1 and not offer.nvlink:
+        miss("nvlink", "no NVLink between the GPUs of a node (topology: nvlink)")
+    if c.time_limit_s and offer.max_time_s is not None and c.time_limit_s > offer.max_time_s:
+        miss("time", f"time_limit {format_duration(c.time_limit_s)} over max time "
+             f"{format_duration(offer.max_time_s)}")
+    if c.capacity not in offer.capacities:
+        if c.capacity == "spot" and offer.spot_node_hour_price is not None:
+            miss("capacity", "no spot capacity: the cluster does not allow spot (spot: true)")
+        else:
+            miss("capacity", f"no {c.capacity} capacity")
+    return Candidate(offer, nodes, per_node, price(offer, nodes, per_node, c.capacity), tuple(reasons),
+                     notes=notes, capacity=c.capacity, distance=sum(_WEIGHT[k] for k in kinds), shape_ok=shape_ok)
+
+
+def _target_filter(target: str, offers: Sequence[Offer]) -> list[Offer]:
+    cluster, _, pool = target.partition("/")
+    return [o for o in offers if o.cluster == cluster and (not pool or o.pool == pool)]
+
+
 def place(spec: JobSpec, offers: Sequence[Offer], prefer: Sequence[str] = ()) -> PlacementResult:
-    """Choose the cheapest feasible offer (clusters in `prefer` order first)."""
-    if spec.compute.target:
-        offers = [o for o in offers if o.cluster == spec.compute.target]
-    candidates = [evaluate(spec, o) for o in offers]
+    """Choose where a job runs: `prefer` order first (clusters, or `cluster/pool`), then cheapest."""
+    target = spec.compute.target
+    if target:
+        narrowed = _target_filter(target, offers)
+        if not narrowed:
+            clusters = sorted({o.cluster for o in offers})
+            return PlacementResult(None, (), f"compute.target '{target}' matches no cluster"
+                                   f"{' or pool' if '/' in target else ''} in the inventory "
+                                   f"(clusters: {', '.join(clusters) or 'none'})")
+        offers = narrowed
+    need = _need(spec)
+    candidates = [_evaluate(need, o) for o in offers]
     rank = {name: i for i, name in enumerate(prefer)}
+    last = len(rank)
 
-    def key(cand: Candidate) -> tuple:
-        return (rank.get(cand.offer.cluster, len(rank)), cand.price_per_hour if cand.price_per_hour is not None
-                else math.inf, cand.nodes, cand.offer.cluster, cand.offer.pool)
+    def order(cand: Candidate) -> tuple:
+        o = cand.offer
+        r = min(rank.get(f"{o.cluster}/{o.pool}", last), rank.get(o.cluster, last))
+        return (r, cand.price_per_hour if cand.price_per_hour is not None else math.inf, cand.nodes,
+                o.cluster, o.pool)
 
-    feasible = sorted((c for c in candidates if c.feasible), key=key)
-    misses = sorted((c for c in candidates if not c.feasible), key=lambda c: (len(c.reasons), key(c)))
+    feasible = sorted((c for c in candidates if c.feasible), key=order)
+    misses = sorted((c for c in candidates if not c.feasible), key=lambda c: (c.distance, len(c.reasons), order(c)))
     if not feasible:
-        return PlacementResult(None, tuple(misses))
+        why = "no feasible placement" if candidates else "no offers: the inventory has no clusters to place on"
+        return PlacementResult(None, tuple(misses), why)
     best = replace(feasible[0], chosen=True)
+    why = _why(best, feasible, order, last)
     o = best.offer
     c = spec.compute
     placement = Placement(
@@ -127,7 +279,28 @@ def place(spec: JobSpec, offers: Sequence[Offer], prefer: Sequence[str] = ()) ->
         cpus_per_task=(c.cpu_per_gpu * best.gpus_per_node) if c.gpu and c.cpu_per_gpu else c.cpu_count,
         memory_per_node=(c.memory_per_gpu * best.gpus_per_node) if c.gpu and c.memory_per_gpu else c.memory_total,
         interconnect=o.interconnect, capacity=c.capacity, price_per_hour=best.price_per_hour)
-    return PlacementResult(placement, (best, *feasible[1:], *misses))
+    return PlacementResult(placement, (best, *feasible[1:], *misses), why)
+
+
+def _why(best: Candidate, feasible: list[Candidate], order: Any, last: int) -> str:
+    if len(feasible) == 1:
+        return "only feasible"
+    if order(best)[0] < last:
+        cheapest = min(feasible, key=lambda c: c.price_per_hour if c.price_per_hour is not None else math.inf)
+        if cheapest is not feasible[0] and (cheapest.price_per_hour or math.inf) < (best.price_per_hour or math.inf):
+            return "first in prefer order"
+    if best.price_per_hour is None:
+        return "first feasible (no prices known)"
+    return "cheapest feasible"
+
+
+def _shape_text(cand: Candidate) -> str:
+    o = cand.offer
+    if not cand.shape_ok or cand.nodes <= 0:
+        return "—"
+    if cand.gpus_per_node:
+        return f"{cand.nodes} × {cand.gpus_per_node} {o.gpu_type if o.gpu_type != '*' else 'workers'}"
+    return _plural(cand.nodes, "node")
 
 
 def candidates_table(result: PlacementResult, limit: int = 8) -> list[str]:
@@ -135,17 +308,44 @@ def candidates_table(result: PlacementResult, limit: int = 8) -> list[str]:
     rows = [("CLUSTER", "WHERE", "SHAPE", "$/h", "NOTE")]
     for cand in result.candidates[:limit]:
         o = cand.offer
-        where = o.pool + (f" ({o.region})" if o.region else "")
-        shape_ = f"{cand.nodes} × {cand.gpus_per_node} {o.gpu_type if o.gpu_type != '*' else 'workers'}" \
-            if cand.gpus_per_node else (f"{cand.nodes} node" if cand.nodes else "—")
-        cost = f"{cand.price_per_hour:.2f}" if cand.price_per_hour is not None else "—"
+        extra = [x for x in (o.region, cand.capacity if cand.capacity != "on-demand" else None) if x]
+        where = o.pool + (f" ({', '.join(extra)})" if extra else "")
+        shape_ = _shape_text(cand)
+        cost = f"{cand.price_per_hour:,.2f}" if cand.price_per_hour is not None and shape_ != "—" else "—"
         if cand.chosen:
-            note = "chosen: cheapest feasible"
+            note = "; ".join((f"chosen: {result.why or 'cheapest feasible'}", *cand.notes))
         elif cand.feasible:
-            note = "feasible"
+            note = "; ".join(cand.notes)
         else:
             note = "; ".join(cand.reasons)
-            shape_ = shape_ if not any("GPUs per node" in r or "no GPUs" in r for r in cand.reasons) else "—"
         rows.append((o.cluster, where, shape_, cost, note))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return ["  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows]
+    lines = ["  ".join((r[0].ljust(widths[0]), r[1].ljust(widths[1]), r[2].ljust(widths[2]),
+                        r[3].rjust(widths[3]) if n else r[3].ljust(widths[3]), r[4])).rstrip()
+             for n, r in enumerate(rows)]
+    hidden = len(result.candidates) - limit
+    if hidden > 0:
+        lines.append(f"… and {hidden} more candidate{'s' if hidden != 1 else ''} (--json lists all)")
+    return lines
+
+
+def format_candidates(result: PlacementResult, address: str, limit: int = 8, indent: str = "  ") -> str:
+    """The block the plan prints under a job: a heading, the table, and for a miss what to change."""
+    head = f"{indent}Candidates considered for {address}:"
+    if not result.candidates:
+        return f"{indent}No candidates for {address}: {result.why}"
+    body = [f"{indent}  {line}" for line in candidates_table(result, limit)]
+    return "\n".join([head, *body])
+
+
+def infeasible_message(result: PlacementResult, address: str, misses: int = 3) -> str:
+    """`job.x cannot be placed: ...` with the nearest misses and the reason each failed."""
+    if result.feasible:
+        return ""
+    if not result.candidates:
+        return f"{address} cannot be placed: {result.why}"
+    lines = [f"{address} cannot be placed: no cluster in the inventory can run it. Nearest misses:"]
+    for cand in result.candidates[:misses]:
+        o = cand.offer
+        lines.append(f"  {o.cluster} / {o.pool}: {'; '.join(cand.reasons)}")
+    return "\n".join(lines)

@@ -1,0 +1,165 @@
+"""plan, apply, destroy, force-unlock: the verbs that compare files with state and change what is live."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+
+from jsctl.cli.common import (confirm, echo_err, lock_seconds, lock_timeout_option, on_lock_wait,
+                              workspace_option)
+from jsctl.cli.config_cmds import var_file_option, var_option
+from jsctl.errors import UsageError
+
+files_option = click.option("-f", "--file", "files", multiple=True, type=click.Path(),
+                            help="Job or workflow file (repeatable).")
+target_option = click.option("--target", "targets", multiple=True, metavar="ADDR",
+                             help="Plan only this address (and nothing else); repeatable.")
+
+
+def _variables(cli_vars, var_files):
+    from jsctl import api
+    from jsctl.errors import ConfigError
+
+    variables, diags = api.variables(cli_vars, var_files)
+    if diags:
+        raise ConfigError(diags)
+    return variables
+
+
+@click.command()
+@files_option
+@var_option
+@var_file_option
+@target_option
+@click.option("-out", "--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `jsctl apply FILE`.")
+@click.option("--json", "as_json", is_flag=True, help="The plan as versioned JSON (docs/plan-json.md).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 0: no changes, 1: error, 2: changes.")
+@click.option("--destroy", is_flag=True, help="Plan to destroy every job of these files.")
+@click.option("--show-artifacts", is_flag=True, help="Print each rendered artifact in full.")
+@workspace_option
+def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitcode, destroy, show_artifacts,
+         workspace_file) -> None:
+    """Show what apply would do: placement, strategy, cost, artifacts, as a diff against state.
+
+    Example: jsctl plan -f examples/quickstart.yaml -out plan.json
+    """
+    from jsctl import api
+    from jsctl.plan import output, planfile
+
+    if not files:
+        raise UsageError("plan needs at least one -f FILE")
+    ws = api.open_workspace(workspace_file)
+    the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, destroy, echo=echo_err)
+    if as_json or fmt == "json":
+        click.echo(json.dumps(output.to_json(the_plan), indent=2, sort_keys=True))
+    elif fmt == "markdown":
+        click.echo(output.render_markdown(the_plan))
+    else:
+        click.echo(output.render_text(the_plan, show_artifacts))
+    if out:
+        planfile.save(the_plan, out)
+        if not (as_json or fmt == "json"):
+            click.echo(f"\nSaved the plan to: {out} — apply exactly this with: jsctl apply {out}")
+    if detailed_exitcode and the_plan.has_changes:
+        sys.exit(2)
+
+
+def _run_apply(ws, the_plan, auto_approve: bool, question: str, done: str) -> None:
+    from jsctl import api
+
+    if not the_plan.has_changes:
+        return
+    if not confirm(question, auto_approve):
+        click.echo("Apply cancelled.")
+        sys.exit(1)
+    result = api.apply(the_plan, ws, echo=click.echo)
+    click.echo(f"\n{done} Resources: {result.added} added, {result.changed} changed, {result.destroyed} destroyed.")
+    if not result.ok:
+        for address, why in {**result.failed, **result.skipped}.items():
+            echo_err(f"Error: {address}: {why}")
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("planfile", required=False, type=click.Path(dir_okay=False))
+@files_option
+@var_option
+@var_file_option
+@target_option
+@click.option("--auto-approve", is_flag=True, help="Do not ask for approval.")
+@lock_timeout_option
+@workspace_option
+def apply(planfile, files, cli_vars, var_files, targets, auto_approve, lock_timeout, workspace_file) -> None:
+    """Submit jobs: apply a saved plan exactly, or plan FILEs and apply after approval.
+
+    Example: jsctl apply -f examples/quickstart.yaml --auto-approve
+    """
+    from jsctl import api
+    from jsctl.plan import output
+    from jsctl.plan import planfile as plans
+
+    if planfile and files:
+        raise UsageError("give either a saved PLANFILE or -f FILE..., not both")
+    if not planfile and not files:
+        raise UsageError("apply needs a saved PLANFILE or -f FILE...")
+    ws = api.open_workspace(workspace_file)
+    store = api.store_for(ws)
+    with store.locked("apply", lock_seconds(lock_timeout), on_lock_wait):
+        if planfile:
+            the_plan = plans.load(planfile)
+            if not the_plan.has_changes:
+                click.echo("No changes. Nothing to apply.")
+                return
+            _run_apply(ws, the_plan, True, "", "Apply complete!")
+            return
+        the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, echo=echo_err)
+        click.echo(output.render_text(the_plan))
+        _run_apply(ws, the_plan, auto_approve, "Do you want to perform these actions?", "Apply complete!")
+
+
+@click.command()
+@files_option
+@var_option
+@var_file_option
+@target_option
+@click.option("--auto-approve", is_flag=True, help="Do not ask for approval.")
+@lock_timeout_option
+@workspace_option
+def destroy(files, cli_vars, var_files, targets, auto_approve, lock_timeout, workspace_file) -> None:
+    """Stop and forget every job of these files.
+
+    Example: jsctl destroy -f examples/quickstart.yaml --auto-approve
+    """
+    from jsctl import api
+    from jsctl.plan import output
+
+    if not files:
+        raise UsageError("destroy needs at least one -f FILE")
+    ws = api.open_workspace(workspace_file)
+    store = api.store_for(ws)
+    with store.locked("destroy", lock_seconds(lock_timeout), on_lock_wait):
+        the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, destroy=True, echo=echo_err)
+        click.echo(output.render_text(the_plan))
+        _run_apply(ws, the_plan, auto_approve, "Do you really want to destroy these jobs?", "Destroy complete!")
+
+
+@click.command("force-unlock")
+@click.argument("lock_id")
+@workspace_option
+def force_unlock(lock_id, workspace_file) -> None:
+    """Remove a state lock left by a process that is gone.
+
+    Example: jsctl force-unlock 6b1c0c7e-0d5e-4a51-9f6e-2f1d0c9b8a77
+    """
+    from jsctl import api
+    from jsctl.state.lock import force_unlock as unlock
+
+    ws = api.open_workspace(workspace_file)
+    info = unlock(api.store_for(ws).lock_path, lock_id)
+    click.echo(f"Released the lock {lock_id} held by {info.get('Who')} for {info.get('Operation')}.")
+
+
+COMMANDS = (plan, apply, destroy, force_unlock)

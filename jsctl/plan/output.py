@@ -1,0 +1,171 @@
+"""How a Plan reads: Terraform's symbols for people, markdown for pull requests, versioned JSON for tools."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jsctl.plan.model import SYMBOL, TF_ACTIONS, Plan, ResourceChange, candidate_dict, placement_dict
+from jsctl.plan.placement import PlacementResult, candidates_table
+
+JSON_FORMAT_VERSION = "1.0"
+VERB = {"create": "will be created", "update": "will be updated in-place", "replace": "must be replaced",
+        "delete": "will be destroyed"}
+
+
+def _money(x: float | None) -> str:
+    return f"${x:,.2f}" if x is not None else "—"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else f'"{value}"'
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
+    sym = SYMBOL[c.action]
+    out = [f"  # {c.address} {VERB[c.action]}" + (f" ({'; '.join(c.reasons)})" if c.reasons and c.action != "replace" else "")]
+    out.append(f"{sym:>3} job \"{c.name}\" {{")
+    if c.action == "delete":
+        out.append(f"      - id          = \"{c.job_id}\"")
+        if c.before and c.before.get("handle"):
+            out.append(f"      - handle      = \"{c.before['handle']}\"")
+        out.append("    }")
+        return out
+    mark = "+" if c.action in ("create", "replace") else " "
+    if c.action in ("update", "replace") and c.fields:
+        for f in c.fields:
+            forces = "   # forces replacement" if c.action == "replace" and any(f.path in r for r in c.reasons) else ""
+            out.append(f"      ~ {f.path} = {_short(f.before)} -> {_short(f.after)}{forces}")
+    if c.action == "replace":
+        for r in c.reasons:
+            if "forces replacement" not in r:
+                out.append(f"      # {r}")
+    p = c.placement
+    before_id = (c.before or {}).get("job_id")
+    if before_id and before_id != c.job_id:
+        out.append(f"      ~ id          = \"{before_id}\" -> \"{c.job_id}\"")
+    else:
+        out.append(f"      {mark} id          = \"{c.job_id}\"")
+    if p:
+        out.append(f"      {mark} placement   = {p.describe()}")
+    if c.strategy_text:
+        out.append(f"      {mark} strategy    = {c.strategy_text}")
+    if p and p.price_per_hour is not None:
+        bound = f", at most {_money(c.run_bound)} for time_limit" if c.run_bound is not None else ""
+        out.append(f"      {mark} cost        = {_money(p.price_per_hour)}/h{bound}")
+    if c.artifact:
+        command = c.artifact.request.get("argv")
+        if command:
+            out.append(f"      {mark} command     = {' '.join(command)}")
+        for name, path in c.outputs.items():
+            out.append(f"      {mark} output      = {name} → {path}")
+        if c.depends_on:
+            out.append(f"      {mark} depends_on  = {', '.join(c.depends_on)}")
+        if c.secrets:
+            out.append(f"      {mark} secrets     = {', '.join(c.secrets)} (read from your environment at apply)")
+        lines = sum(content.count("\n") for _, content in c.artifact.files)
+        out.append(f"      {mark} artifact    = {c.artifact.summary}, {lines} lines, sha256 "
+                   f"{c.artifact.digest[:6]}…{c.artifact.digest[-2:]}"
+                   + ("" if show_artifacts else " (--show-artifacts to print)"))
+        for note in c.artifact.notes:
+            out.append(f"        note: {note}")
+    out.append("    }")
+    if show_artifacts and c.artifact:
+        for name, content in c.artifact.files:
+            out.append(f"    ---- {name} ----")
+            out.extend("    " + line for line in content.rstrip("\n").split("\n"))
+    return out
+
+
+def render_text(plan: Plan, show_artifacts: bool = False, show_candidates: bool = True) -> str:
+    out: list[str] = []
+    if plan.refreshed:
+        out += [plan.refreshed, ""]
+    drift = [c for c in plan.changes if c.drift]
+    if drift:
+        out.append("Note: Objects have changed outside of jsctl")
+        out.append("")
+        for c in drift:
+            out += [f"  # {c.address} has changed", f"  ~ {c.drift}", ""]
+    acting = [c for c in plan.changes if c.action != "no-op"]
+    if not acting:
+        out.append("No changes. The jobs match the configuration and what is live.")
+        return "\n".join(out)
+    out += ["jsctl will perform the following actions:", ""]
+    for c in acting:
+        out += job_lines(c, show_artifacts)
+        if show_candidates and c.action in ("create", "replace") and len(c.candidates) > 1:
+            out.append(f"\n  Candidates considered for {c.address}:")
+            out += ["    " + line for line in candidates_table(PlacementResult(c.placement, c.candidates))]
+        out.append("")
+    out.append(summary(plan))
+    return "\n".join(out)
+
+
+def summary(plan: Plan) -> str:
+    add, change, destroy = plan.count()
+    text = f"Plan: {add} to add, {change} to change, {destroy} to destroy."
+    hourly = sum(c.price_per_hour or 0 for c in plan.changes if c.action in ("create", "replace", "update"))
+    prior = sum((c.before or {}).get("cost_basis", {}).get("price_per_hour") or 0
+                for c in plan.changes if c.action in ("replace", "update", "delete"))
+    bound = sum(c.run_bound or 0 for c in plan.changes if c.action in ("create", "replace"))
+    if hourly or prior:
+        delta = hourly - prior
+        text += f"   Estimated: {'+' if delta >= 0 else '-'}{_money(abs(delta))}/h" + \
+            (f" (run bound {_money(bound)})" if bound else "")
+    return text
+
+
+def render_markdown(plan: Plan) -> str:
+    add, change, destroy = plan.count()
+    out = ["### jsctl plan", "", f"**{add}** to add, **{change}** to change, **{destroy}** to destroy.", ""]
+    acting = [c for c in plan.changes if c.action != "no-op"]
+    if not acting:
+        return "\n".join(out + ["No changes."])
+    out += ["| | Job | ID | Placement | $/h | Why |", "|---|---|---|---|---|---|"]
+    for c in acting:
+        where = c.placement.describe() if c.placement else (c.before or {}).get("handle", "")
+        price = f"{c.price_per_hour:.2f}" if c.price_per_hour is not None else ""
+        out.append(f"| `{SYMBOL[c.action]}` | `{c.address}` | `{c.job_id}` | {where} | {price} | "
+                   f"{'; '.join(c.reasons)} |")
+    out.append("")
+    for c in acting:
+        out += [f"<details><summary><code>{c.address}</code> {VERB[c.action]}</summary>", "", "```diff"]
+        out += job_lines(c)
+        out += ["```", "</details>", ""]
+    return "\n".join(out)
+
+
+def to_json(plan: Plan) -> dict:
+    """A documented, versioned format modelled on `terraform show -json` (see docs/plan-json.md)."""
+    changes = []
+    for c in plan.changes:
+        after = None
+        if c.action != "delete":
+            after = {"job_id": c.job_id, "generation": c.generation, "spec": c.spec,
+                     "placement": placement_dict(c.placement), "strategy": c.strategy,
+                     "artifact": c.artifact.to_dict() if c.artifact else None,
+                     "artifact_digest": c.artifact.digest if c.artifact else None,
+                     "outputs": c.outputs, "depends_on": list(c.depends_on), "secrets": list(c.secrets),
+                     "price_per_hour": c.price_per_hour, "run_bound": c.run_bound}
+        changes.append({
+            "address": c.address, "name": c.name, "type": "job", "provider": c.provider, "cluster": c.cluster,
+            "change": {"actions": TF_ACTIONS[c.action], "before": c.before, "after": after,
+                       "reasons": list(c.reasons),
+                       "fields": [{"path": f.path, "before": f.before, "after": f.after} for f in c.fields]},
+            "candidates": [candidate_dict(x) for x in c.candidates],
+            "drift": c.drift,
+        })
+    add, change, destroy = plan.count()
+    return {"format_version": JSON_FORMAT_VERSION, "jsctl_version": _version(),
+            "prior_state": {"serial": plan.prior_serial, "lineage": plan.prior_lineage, "exists": plan.state_exists},
+            "files": list(plan.files), "workspace": plan.workspace, "destroy": plan.destroy,
+            "resource_changes": changes,
+            "summary": {"add": add, "change": change, "destroy": destroy,
+                        "price_per_hour": sum(c.price_per_hour or 0 for c in plan.changes if c.action != "delete")}}
+
+
+def _version() -> str:
+    from jsctl import __version__
+
+    return __version__

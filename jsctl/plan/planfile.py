@@ -1,0 +1,50 @@
+"""Saved plans (`plan -out FILE`): everything apply needs, plus the state's serial and lineage."""
+from __future__ import annotations
+
+import json
+import os
+
+from jsctl.errors import PlanError
+from jsctl.plan.model import Plan, ResourceChange, placement_from
+from jsctl.plan.output import to_json
+from jsctl.providers.base import RenderedArtifact
+
+KIND = "jsctl-plan"
+
+
+def save(plan: Plan, path: str) -> None:
+    data = {"kind": KIND, **to_json(plan)}
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def load(path: str) -> Plan:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise PlanError(f"cannot read plan file {path}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise PlanError(f"{path} is not a jsctl plan file")
+    changes = []
+    for rc in data["resource_changes"]:
+        ch = rc["change"]
+        actions = ch["actions"]
+        action = "replace" if actions == ["delete", "create"] else actions[0]
+        after = ch.get("after") or {}
+        art = after.get("artifact")
+        changes.append(ResourceChange(
+            address=rc["address"], name=rc["name"], action=action, reasons=tuple(ch.get("reasons") or ()),
+            job_id=after.get("job_id") or (ch.get("before") or {}).get("job_id"),
+            generation=after.get("generation") or (ch.get("before") or {}).get("generation"),
+            provider=rc.get("provider"), cluster=rc.get("cluster"), placement=placement_from(after.get("placement")),
+            artifact=RenderedArtifact.from_dict(art) if art else None, spec=after.get("spec"),
+            before=ch.get("before"), depends_on=tuple(after.get("depends_on") or ()),
+            strategy=after.get("strategy") or {}, secrets=tuple(after.get("secrets") or ()),
+            outputs=after.get("outputs") or {}, price_per_hour=after.get("price_per_hour"),
+            run_bound=after.get("run_bound")))
+    prior = data["prior_state"]
+    return Plan(tuple(changes), prior["serial"], prior["lineage"], prior["exists"], tuple(data.get("files") or ()),
+                data.get("workspace"), data.get("destroy", False))

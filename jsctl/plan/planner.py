@@ -1,0 +1,179 @@
+"""Make a Plan: a pure function of sources, state, workspace, probed facts and live statuses."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
+from jsctl.config.workspace import Workspace
+from jsctl.errors import ConfigError, PlanError
+from jsctl.plan.diff import field_changes
+from jsctl.plan.identity import job_id
+from jsctl.plan.model import Plan, ResourceChange, placement_dict
+from jsctl.plan.placement import PlacementResult, candidates_table, place
+from jsctl.plan.resolve import JobSource, Sources, output_paths, resolve_job
+from jsctl.plan.strategy import advise
+from jsctl.providers import registry
+from jsctl.providers.base import Facts, JobContext, LiveStatus, Offer
+from jsctl.state.document import State
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    sources: Sources
+    state: State
+    workspace: Workspace
+    facts: Mapping[str, Facts] = field(default_factory=dict)  # by cluster
+    live: Mapping[str, LiveStatus] = field(default_factory=dict)  # by address
+    targets: tuple[str, ...] = ()
+    destroy: bool = False
+    state_exists: bool = False
+    files: tuple[str, ...] = ()
+    extra_offers: tuple[Offer, ...] = ()
+
+
+def offers_for(workspace: Workspace, facts: Mapping[str, Facts]) -> list[Offer]:
+    found: list[Offer] = []
+    for cluster in workspace.clusters:
+        found.extend(registry.get(cluster.provider).offers(cluster, facts.get(cluster.name)))
+    return found
+
+
+def _in_scope(address: str, targets: Sequence[str]) -> bool:
+    return not targets or any(address == t or address.startswith(t + ".") or address.endswith(f".job.{t}")
+                              for t in targets)
+
+
+def make_plan(inp: PlanInputs) -> Plan:
+    state = inp.state
+    changes: list[ResourceChange] = []
+    diags: list[Diagnostic] = []
+    infeasible: list[str] = []
+    offers = [*offers_for(inp.workspace, inp.facts), *inp.extra_offers]
+    upstream: dict[str, dict[str, str]] = {}
+    ids: dict[str, str] = {}
+    wanted = {s.address for s in inp.sources.jobs}
+    for source in inp.sources.jobs:
+        prior = state.resources.get(source.address)
+        if inp.destroy:
+            continue
+        if not _in_scope(source.address, inp.targets):
+            if prior:
+                upstream[source.address] = prior.get("outputs") or {}
+            continue
+        change = _plan_job(source, prior, state, inp, offers, upstream, diags)
+        if change is None:
+            continue
+        if change.placement is None and change.action != "delete":
+            infeasible.append(_infeasible_text(change))
+        ids[source.address] = change.job_id or ""
+        upstream[source.address] = change.outputs
+        changes.append(change)
+    if diags:
+        raise ConfigError(diags)
+    if infeasible:
+        raise PlanError("no feasible placement:\n" + "\n".join(infeasible),
+                        hint="change compute.resources or compute.target, or add a cluster to jsctl.yaml")
+    for address, record in sorted(state.resources.items()):
+        if (address not in wanted or inp.destroy) and _in_scope(address, inp.targets):
+            changes.append(ResourceChange(address, record.get("name", address), "delete",
+                                          ("no longer in the configuration",) if not inp.destroy else ("destroy",),
+                                          record.get("job_id"), record.get("generation"), record.get("provider"),
+                                          record.get("cluster"), before=record,
+                                          drift=_drift(record, inp.live.get(address))))
+    return Plan(tuple(changes), state.serial, state.lineage, inp.state_exists, inp.files,
+                inp.workspace.file, inp.destroy)
+
+
+def _infeasible_text(change: ResourceChange) -> str:
+    lines = [f"  {change.address}: no cluster can run it. Nearest misses:"]
+    lines += ["    " + line for line in candidates_table(PlacementResult(None, change.candidates))]
+    return "\n".join(lines)
+
+
+def _drift(record: dict, live: LiveStatus | None) -> str | None:
+    if live is None:
+        return None
+    known = (record.get("status") or {}).get("phase")
+    if live.phase in ("CANCELLED", "FAILED", "UNKNOWN") and known not in (live.phase,) and \
+            (record.get("status") or {}).get("reason") != "stopped by jsctl stop":
+        return f'status = "{known}" -> "{live.phase}" ({record.get("provider")}: {live.engine_state}' + \
+            (f", {live.reason}" if live.reason else "") + ")"
+    return None
+
+
+def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInputs, offers: list[Offer],
+              upstream: dict[str, dict[str, str]], diags: list[Diagnostic]) -> ResourceChange | None:
+    generation = state.next_generation(source.address)
+    built = _build(source, generation, offers, inp, upstream, diags)
+    if built is None:
+        return None
+    spec, result, ctx, artifact, advice = built
+    live = inp.live.get(source.address)
+    action, reasons, drift, fields = "create", (), None, ()
+    if prior:
+        drift = _drift(prior, live)
+        phase = live.phase if live else (prior.get("status") or {}).get("phase")
+        fields = tuple(field_changes(prior.get("spec") or {}, spec.document))
+        moved = prior.get("cluster") != (result.placement.cluster if result.placement else None)
+        if result.placement is None:
+            action = "replace"
+        elif phase in ("FAILED", "CANCELLED", "UNKNOWN"):
+            action = "replace"
+            reasons = (f"job is {phase}" + (f" ({live.reason})" if live and live.reason else "") + "; it runs again",)
+        elif moved:
+            action, reasons = "replace", (f"placement moves from {prior.get('cluster')} to "
+                                          f"{result.placement.cluster}",)
+        else:
+            verdict = registry.get(result.placement.provider).diff(prior, ctx, artifact, live)
+            action, reasons = verdict.action, verdict.reasons
+        if action == "replace":
+            built = _build(source, generation + 1, offers, inp, upstream, diags)
+            if built is None:
+                return None
+            spec, result, ctx, artifact, advice = built
+            fields = tuple(field_changes(prior.get("spec") or {}, spec.document))
+    p = result.placement
+    return ResourceChange(
+        address=source.address, name=source.name, action=action, reasons=tuple(reasons),
+        job_id=ctx.job_id if ctx else job_id(source.name, source.address, generation),
+        generation=ctx.generation if ctx else generation, provider=p.provider if p else None,
+        cluster=p.cluster if p else None, placement=p, candidates=result.candidates, artifact=artifact,
+        spec=spec.document, file=spec.file, before=prior, fields=fields, depends_on=source.depends_on,
+        strategy=advice.to_env() if advice else {}, strategy_text=advice.describe() if advice else "",
+        secrets=spec.environment.secrets, outputs=output_paths(spec), drift=drift,
+        price_per_hour=p.price_per_hour if p else None,
+        run_bound=(p.price_per_hour * spec.compute.time_limit_s / 3600)
+        if p and p.price_per_hour is not None and spec.compute.time_limit_s else None)
+
+
+def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInputs,
+           upstream: dict[str, dict[str, str]], diags: list[Diagnostic]):
+    spec, ds = resolve_job(source, generation, upstream)
+    diags.extend(d for d in ds if d.severity == "error")
+    if spec is None:
+        return None
+    if spec.compute.target and not inp.workspace.cluster(spec.compute.target):
+        p = source.doc.where(("compute", "target"))
+        names = [c.name for c in inp.workspace.clusters]
+        diags.append(error("P001", f"compute.target '{spec.compute.target}' is not a cluster of this workspace"
+                           f"{did_you_mean(spec.compute.target, names)}", source.doc.path, p.line, p.col,
+                           hint="clusters: " + ", ".join(names)))
+        return None
+    result = place(spec, offers, inp.workspace.prefer)
+    if result.placement is None:
+        return spec, result, None, None, None
+    advice = advise(spec, result.placement)
+    ctx = JobContext(source.address, job_id(source.name, source.address, generation), generation, spec,
+                     result.placement, source.depends_on, advice.to_env(),
+                     os.path.dirname(os.path.abspath(spec.file)))
+    provider = registry.get(result.placement.provider)
+    cluster = inp.workspace.cluster(result.placement.cluster)
+    facts = inp.facts.get(cluster.name) if cluster else None
+    problems = provider.validate(ctx, facts)
+    diags.extend(d for d in problems if d.severity == "error")
+    if any(d.severity == "error" for d in problems):
+        return None
+    return spec, result, ctx, provider.render(ctx, facts), advice
+

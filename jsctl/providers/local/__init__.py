@@ -1,0 +1,86 @@
+"""The local provider: jobs run as supervised process groups on this machine (the embedded default)."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Mapping
+
+from jsctl.config.diagnostics import Diagnostic
+from jsctl.plan.diff import field_changes
+from jsctl.providers.base import (Capabilities, Change, Cluster, Facts, JobContext, LiveStatus, Offer, Provider,
+                                  RenderedArtifact)
+from jsctl.render import launch
+
+IN_PLACE = ("job.labels", "job.priority", "job.queue")  # bookkeeping only: a running process keeps running
+
+
+class LocalProvider(Provider):
+    name = "local"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(pause=True, resume=True, node_logs=False)
+
+    def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
+        data = dict(facts.data) if facts else {}
+        cpus = int(data.get("cpus") or os.cpu_count() or 1)
+        workers = int(cluster.settings.get("max_workers") or data.get("max_workers") or max(cpus, 2))
+        memory = int(data.get("memory_bytes") or 0) or 8 * 2**30
+        return [Offer(cluster=cluster.name, provider="local", pool="this machine", gpu_type="*",
+                      gpus_per_node=workers, max_nodes=1, cpus_per_node=max(cpus, workers) * 64,
+                      memory_per_node=memory * 64, interconnect="loopback", nvlink=True, max_time_s=None,
+                      node_hour_price=0.0, capacities=("on-demand", "spot", "backfill"),
+                      note="GPUs are emulated as CPU worker processes")]
+
+    def validate(self, job: JobContext, facts: Facts | None) -> list[Diagnostic]:
+        return []
+
+    def render(self, job: JobContext, facts: Facts | None) -> RenderedArtifact:
+        spec = job.spec
+        mounts: dict[str, str] = {}
+        notes: list[str] = []
+        for m in (*spec.inputs, *spec.outputs):
+            path = m.path if os.path.isabs(m.path) else os.path.normpath(os.path.join(job.workdir, m.path))
+            mounts[m.name] = path
+            if m.mount_path and m.mount_path != path:
+                notes.append(f"storage {m.name}: {m.mount_path} is not mounted on this machine; the job finds "
+                             f"{path} in $JETSTREAM_MOUNT_{launch.env_name(m.name)}")
+        if spec.environment.image:
+            notes.append(f"image {spec.environment.image} is not used: the local provider runs on this "
+                         "machine's Python")
+        env = launch.environment(job, mounts)
+        env["MASTER_ADDR"] = "127.0.0.1"
+        request: dict[str, Any] = {
+            "job_id": job.job_id,
+            "address": job.address,
+            "workdir": job.workdir,
+            "argv": list(launch.command(job)),
+            "env": env,
+            "secrets": list(spec.environment.secrets),
+            "pre_run": [list(h) for h in spec.lifecycle.pre_run],
+            "post_success": [list(h) for h in spec.lifecycle.post_success],
+            "post_failure": [list(h) for h in spec.lifecycle.post_failure],
+            "outputs": sorted({mounts[o.name] for o in spec.outputs}),
+            "workers": job.placement.workers,
+            "max_restarts": spec.recovery.max_restarts,
+            "restart_on_exit_codes": list(spec.recovery.restart_on_exit_codes),
+            "time_limit_s": spec.compute.time_limit_s,
+        }
+        text = json.dumps(request, indent=2, sort_keys=True) + "\n"
+        return RenderedArtifact("local-run", job.job_id, (("run.json", text),), request,
+                                f"local run, {job.placement.workers} worker process"
+                                f"{'es' if job.placement.workers != 1 else ''}", tuple(notes))
+
+    def diff(self, prior: Mapping[str, Any], job: JobContext, artifact: RenderedArtifact,
+             live: LiveStatus | None) -> Change:
+        if prior.get("artifact_digest") == artifact.digest and prior.get("spec") == job.spec.document:
+            return Change("no-op")
+        changes = field_changes(prior.get("spec") or {}, job.spec.document)
+        forcing = [c.path for c in changes if not c.path.startswith(IN_PLACE)]
+        if not forcing and prior.get("artifact_digest") == artifact.digest:
+            return Change("update")
+        return Change("replace", tuple(f"{p} forces replacement" for p in forcing) or ("artifact changed",))
+
+    def client(self, cluster: Cluster, workspace_dir: str):
+        from jsctl.providers.local.client import LocalClient
+
+        return LocalClient(cluster, workspace_dir)

@@ -1,0 +1,166 @@
+"""Effects of the local provider: start a detached supervisor per run; read what it recorded."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Iterator, Mapping
+
+from jsctl.errors import ProviderError
+from jsctl.providers.base import Facts, JobHandle, LiveStatus, ProviderClient, RenderedArtifact
+from jsctl.providers.local import runs
+
+
+class LocalClient(ProviderClient):
+    provider = "local"
+
+    @property
+    def root(self) -> str:
+        configured = self.cluster.settings.get("runs_dir")
+        return os.path.join(self.workspace_dir, configured) if configured else \
+            os.path.join(self.workspace_dir, ".jsctl", "runs")
+
+    def _dir(self, handle_or_id: JobHandle | str) -> str:
+        ident = handle_or_id.id if isinstance(handle_or_id, JobHandle) else handle_or_id
+        return runs.run_dir(self.root, ident)
+
+    def probe(self) -> Facts:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+        return Facts(self.cluster.name, {"cpus": os.cpu_count() or 1, "memory_bytes": memory,
+                                         "free_disk_bytes": shutil.disk_usage(self.workspace_dir).free})
+
+    def adopt(self, artifact: RenderedArtifact) -> JobHandle | None:
+        directory = self._dir(artifact.job_id)
+        if os.path.exists(os.path.join(directory, runs.STATUS)):
+            return JobHandle("local", self.cluster.name, artifact.job_id)
+        return None
+
+    def submit(self, artifact: RenderedArtifact, env: Mapping[str, str],
+               upstream: Mapping[str, JobHandle]) -> JobHandle:
+        directory = self._dir(artifact.job_id)
+        if os.path.exists(directory):  # a run that never started properly: start over
+            shutil.rmtree(directory)
+        os.makedirs(directory)
+        for name, content in artifact.files:
+            with open(os.path.join(directory, name), "w", encoding="utf-8") as fh:
+                fh.write(content)
+        runs.write_json(os.path.join(directory, runs.STATUS),
+                        {"phase": "PENDING", "engine_state": "submitted", "submitted_at": time.time()})
+        child_env = dict(os.environ)
+        child_env.update(env)  # secret values: in the process environment only
+        with open(os.path.join(directory, runs.SUPERVISOR_LOG), "ab") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "jsctl.providers.local.supervisor", directory],
+                                    env=child_env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    start_new_session=True, close_fds=True)
+        with open(os.path.join(directory, runs.PID), "w", encoding="ascii") as fh:
+            fh.write(str(proc.pid))
+        return JobHandle("local", self.cluster.name, artifact.job_id)
+
+    def refresh(self, handles: list[JobHandle]) -> dict[JobHandle, LiveStatus]:
+        return {h: self._status(h) for h in handles}
+
+    def _status(self, handle: JobHandle) -> LiveStatus:
+        status = runs.read_json(os.path.join(self._dir(handle), runs.STATUS))
+        if status is None:
+            return LiveStatus("UNKNOWN", "missing", f"run directory {self._dir(handle)} is gone")
+        phase = status.get("phase", "UNKNOWN")
+        reason = status.get("reason")
+        if phase in ("PENDING", "RUNNING", "PAUSED") and not runs.pid_alive(self._supervisor(handle, status)):
+            time.sleep(0.05)  # it may be writing its last word
+            status = runs.read_json(os.path.join(self._dir(handle), runs.STATUS)) or status
+            phase = status.get("phase", "UNKNOWN")
+            if phase in ("PENDING", "RUNNING", "PAUSED") and not runs.pid_alive(self._supervisor(handle, status)):
+                phase, reason = "FAILED", "the supervisor process died (machine restarted or killed)"
+        return LiveStatus(phase, status.get("engine_state", ""), reason, status.get("started_at"),
+                          status.get("ended_at"), status.get("exit_code"),
+                          int(status.get("restarts", 0)) + int(status.get("requeues", 0)), ("local",))
+
+    def _supervisor(self, handle: JobHandle, status: dict) -> int | None:
+        if status.get("supervisor_pid"):
+            return int(status["supervisor_pid"])
+        try:
+            with open(os.path.join(self._dir(handle), runs.PID), encoding="ascii") as fh:
+                return int(fh.read().strip() or 0)
+        except (OSError, ValueError):
+            return None
+
+    def logs(self, handle: JobHandle, node: str | None = None, follow: bool = False,
+             tail: int | None = None) -> Iterator[str]:
+        if node not in (None, "local", "0"):
+            raise ProviderError(f"the local provider has one node, 'local'; there is no node {node!r}")
+        path = os.path.join(self._dir(handle), runs.LOG)
+        deadline_quiet = None
+        while not os.path.exists(path):
+            if not follow or self._status(handle).terminal:
+                return
+            time.sleep(0.2)
+        with open(path, "rb") as fh:
+            if tail is not None:
+                lines = fh.read().decode("utf-8", "replace").splitlines(True)
+                yield from lines[-tail:] if tail else []
+            else:
+                for raw in fh:
+                    yield raw.decode("utf-8", "replace")
+            if not follow:
+                return
+            buffer = b""
+            while True:
+                chunk = fh.readline()
+                if chunk:
+                    buffer += chunk
+                    if buffer.endswith(b"\n"):
+                        yield buffer.decode("utf-8", "replace")
+                        buffer = b""
+                    continue
+                if self._status(handle).terminal:
+                    deadline_quiet = deadline_quiet or time.time() + 0.5
+                    if time.time() > deadline_quiet:
+                        if buffer:
+                            yield buffer.decode("utf-8", "replace")
+                        return
+                time.sleep(0.2)
+
+    def cancel(self, handle: JobHandle) -> None:
+        directory = self._dir(handle)
+        status = runs.read_json(os.path.join(directory, runs.STATUS))
+        if status is None or status.get("phase") in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            return
+        open(os.path.join(directory, runs.CANCEL), "w").close()
+        sup = self._supervisor(handle, status)
+        if runs.pid_alive(sup):
+            os.kill(int(sup), signal.SIGTERM)
+            for _ in range(150):
+                if not runs.pid_alive(sup):
+                    return
+                time.sleep(0.1)
+        pgid = status.get("child_pgid")  # the supervisor is gone: stop the job ourselves
+        if pgid and runs.pid_alive(pgid):
+            try:
+                os.killpg(int(pgid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        status.update(phase="CANCELLED", engine_state="cancelled", reason="stopped by jsctl stop",
+                      ended_at=time.time())
+        runs.write_json(os.path.join(directory, runs.STATUS), status)
+
+    def _signal_group(self, handle: JobHandle, sig: int) -> dict:
+        directory = self._dir(handle)
+        status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
+        pgid = status.get("child_pgid")
+        if status.get("phase") not in ("RUNNING", "PAUSED") or not pgid:
+            raise ProviderError(f"{handle} is not running (phase {status.get('phase', 'UNKNOWN')})")
+        os.killpg(int(pgid), sig)
+        return status
+
+    def pause(self, handle: JobHandle) -> None:
+        status = self._signal_group(handle, signal.SIGSTOP)
+        status.update(phase="PAUSED", engine_state="stopped (SIGSTOP)")
+        runs.write_json(os.path.join(self._dir(handle), runs.STATUS), status)
+
+    def resume(self, handle: JobHandle) -> None:
+        status = self._signal_group(handle, signal.SIGCONT)
+        status.update(phase="RUNNING", engine_state="running")
+        runs.write_json(os.path.join(self._dir(handle), runs.STATUS), status)

@@ -1,0 +1,50 @@
+"""The on-disk layout of a local run, shared by the client and the supervisor."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+REQUEST = "run.json"  # the rendered artifact (no secrets)
+STATUS = "status.json"  # written only by the supervisor (and by cancel when the supervisor is gone)
+LOG = "job.log"  # stdout+stderr of hooks and the command, with [jsctl] markers
+SUPERVISOR_LOG = "supervisor.log"
+PID = "supervisor.pid"
+CANCEL = "cancel"  # presence asks the supervisor to stop
+
+
+def run_dir(runs_root: str, job_id: str) -> str:
+    return os.path.join(runs_root, job_id)
+
+
+def read_json(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def write_json(path: str, data: dict[str, Any]) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not alive
+        with open(f"/proc/{int(pid)}/stat", encoding="ascii") as fh:
+            return fh.read().split(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True
