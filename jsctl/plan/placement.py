@@ -52,6 +52,7 @@ class Candidate:
     capacity: str = "on-demand"
     distance: int = field(default=0, compare=False)  # 0 when feasible; larger = further from working
     shape_ok: bool = True  # False when the shape itself is the problem (type, GPUs per node)
+    why: str | None = None  # for the chosen one: why it won (cheapest feasible, first in prefer order ...)
 
     @property
     def feasible(self) -> bool:
@@ -63,7 +64,7 @@ class Candidate:
                 "gpu_type": o.gpu_type, "nodes": self.nodes if self.shape_ok else None,
                 "gpus_per_node": self.gpus_per_node if self.shape_ok else None, "capacity": self.capacity,
                 "price_per_hour": self.price_per_hour, "feasible": self.feasible, "chosen": self.chosen,
-                "reasons": list(self.reasons), "notes": list(self.notes)}
+                "reasons": list(self.reasons), "notes": list(self.notes), "why": self.why}
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def shape(count: int, per_node: int | None, node_gpus: int, max_nodes: int | None = None,
-          cap: int | None = None) -> tuple[int, int, str | None]:
+          cap: int | None = None, cap_why: str = "cpu/memory per GPU") -> tuple[int, int, str | None]:
     """(nodes, gpus per node, note): fill nodes, split evenly when the count does not divide.
 
-    `cap` is the most GPUs per node the job's cpu/memory per GPU allow (None = no limit). The
+    `cap` is the most GPUs per node the job's cpu/memory per GPU allow (None = no limit), `cap_why`
+    what sets it. The
     note is None for a full fit, says how the GPUs were packed, or starts with "cannot" when no
     even split leaves at least half of each node in use.
     """
@@ -116,7 +118,7 @@ def shape(count: int, per_node: int | None, node_gpus: int, max_nodes: int | Non
     if k == node_gpus:
         return nodes, k, None
     if limit < node_gpus and k * 2 >= limit:
-        return nodes, k, f"packed as {nodes} × {k}: cpu/memory per GPU allow {limit} of {node_gpus} GPUs per node"
+        return nodes, k, f"packed as {nodes} × {k}: {cap_why} allows {limit} of {node_gpus} GPUs per node"
     if k * 2 >= node_gpus:
         return nodes, k, f"packed as {nodes} × {k}: {count} GPUs do not fill {node_gpus}-GPU nodes"
     return nodes, k, (f"cannot split {count} GPUs evenly onto {node_gpus}-GPU nodes: the best even split, "
@@ -173,15 +175,17 @@ def _evaluate(need: _Need, offer: Offer) -> Candidate:
         miss("down", f"{offer.pool} is not available ({offer.note or 'down'})")
     if need.count:
         node_gpus = offer.gpus_per_node if offer.gpu_type else 0
-        cap = None
+        cap, cap_why = None, ""
         if not need.per_node and node_gpus:
-            caps = [node_gpus]
-            if need.cpu_per_gpu:
-                caps.append(offer.cpus_per_node // need.cpu_per_gpu)
-            if need.mem_per_gpu:
-                caps.append(offer.memory_per_node // need.mem_per_gpu)
-            cap = min(caps)
-        nodes, per_node, note = shape(need.count, need.per_node, node_gpus, offer.max_nodes, cap)
+            cap = node_gpus
+            if need.cpu_per_gpu and offer.cpus_per_node // need.cpu_per_gpu < cap:
+                cap = offer.cpus_per_node // need.cpu_per_gpu
+                cap_why = f"cpu.per_gpu {need.cpu_per_gpu} on {offer.cpus_per_node}-CPU nodes"
+            if need.mem_per_gpu and offer.memory_per_node // need.mem_per_gpu < cap:
+                cap = offer.memory_per_node // need.mem_per_gpu
+                cap_why = (f"memory.per_gpu {format_bytes(need.mem_per_gpu)} on "
+                           f"{format_bytes(offer.memory_per_node)} nodes")
+        nodes, per_node, note = shape(need.count, need.per_node, node_gpus, offer.max_nodes, cap, cap_why)
         if node_gpus <= 0:
             miss("nogpu", "no GPUs")
             shape_ok = False
@@ -269,8 +273,8 @@ def place(spec: JobSpec, offers: Sequence[Offer], prefer: Sequence[str] = ()) ->
     if not feasible:
         why = "no feasible placement" if candidates else "no offers: the inventory has no clusters to place on"
         return PlacementResult(None, tuple(misses), why)
-    best = replace(feasible[0], chosen=True)
-    why = _why(best, feasible, order, last)
+    why = _why(feasible[0], feasible, order, last)
+    best = replace(feasible[0], chosen=True, why=why)
     o = best.offer
     c = spec.compute
     placement = Placement(
@@ -313,7 +317,7 @@ def candidates_table(result: PlacementResult, limit: int = 8) -> list[str]:
         shape_ = _shape_text(cand)
         cost = f"{cand.price_per_hour:,.2f}" if cand.price_per_hour is not None and shape_ != "—" else "—"
         if cand.chosen:
-            note = "; ".join((f"chosen: {result.why or 'cheapest feasible'}", *cand.notes))
+            note = "; ".join((f"chosen: {cand.why or result.why or 'cheapest feasible'}", *cand.notes))
         elif cand.feasible:
             note = "; ".join(cand.notes)
         else:

@@ -1,7 +1,7 @@
 import os
 import shutil
 
-from conftest import EXAMPLES
+from paths import EXAMPLES
 
 MESSY = """# my job
 lifecycle:

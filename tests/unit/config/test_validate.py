@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from conftest import EXAMPLES
+from paths import EXAMPLES
 
 GOOD = """version: jetstream.v1
 job:

@@ -1,7 +1,7 @@
 import json
 import os
 
-from conftest import EXAMPLES
+from paths import EXAMPLES
 
 JOB = """version: jetstream.v1
 job:

@@ -1,0 +1,5 @@
+import sys
+
+from jsctl.cli import main
+
+sys.exit(main())
