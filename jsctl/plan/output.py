@@ -51,7 +51,8 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
     if c.strategy_text:
         out.append(f"      {mark} strategy    = {c.strategy_text}")
     if p and p.price_per_hour is not None:
-        bound = f", at most {_money(c.run_bound)} for time_limit" if c.run_bound is not None else ""
+        limit = (c.spec or {}).get("compute", {}).get("time_limit")
+        bound = f", at most {_money(c.run_bound)} for time_limit {limit}" if c.run_bound is not None else ""
         out.append(f"      {mark} cost        = {_money(p.price_per_hour)}/h{bound}")
     if c.artifact:
         command = c.artifact.request.get("argv")

@@ -217,10 +217,10 @@ def _evaluate(need: _Need, offer: Offer) -> Candidate:
     else:
         nodes, per_node = 1, 0
         cpus, mem = c.cpu_count or 1, c.memory_total or 0
-    if cpus > offer.cpus_per_node:
+    if shape_ok and cpus > offer.cpus_per_node:  # (an impossible shape makes these beside the point)
         what = f" (cpu.per_gpu {need.cpu_per_gpu} × {per_node})" if need.cpu_per_gpu and per_node else ""
         miss("cpu", f"needs {cpus} CPUs per node{what}, nodes have {offer.cpus_per_node}")
-    if mem > offer.memory_per_node:
+    if shape_ok and mem > offer.memory_per_node:
         what = (f" (memory.per_gpu {format_bytes(need.mem_per_gpu)} × {per_node})"
                 if need.mem_per_gpu and per_node else "")
         miss("memory", f"needs {format_bytes(mem)} memory per node{what}, nodes have "
@@ -312,7 +312,8 @@ def candidates_table(result: PlacementResult, limit: int = 8) -> list[str]:
     rows = [("CLUSTER", "WHERE", "SHAPE", "$/h", "NOTE")]
     for cand in result.candidates[:limit]:
         o = cand.offer
-        extra = [x for x in (o.region, cand.capacity if cand.capacity != "on-demand" else None) if x]
+        spot = cand.capacity if cand.capacity != "on-demand" and cand.capacity in o.capacities else None
+        extra = [x for x in (o.region, spot) if x]
         where = o.pool + (f" ({', '.join(extra)})" if extra else "")
         shape_ = _shape_text(cand)
         cost = f"{cand.price_per_hour:,.2f}" if cand.price_per_hour is not None and shape_ != "—" else "—"

@@ -83,7 +83,13 @@ class Placement:
         return self.nodes * max(self.gpus_per_node, 1)
 
     def describe(self) -> str:
-        shape = f"{self.nodes} node{'s' if self.nodes != 1 else ''} × {self.gpus_per_node} {self.gpu_type or 'cpu'}"
+        nodes = f"{self.nodes} node{'s' if self.nodes != 1 else ''}"
+        if not self.gpus_per_node:
+            return f"{self.cluster} / {self.pool} : {nodes}, CPU only"
+        if self.provider == "local":
+            return (f"{self.cluster} / {self.pool} : {self.workers} worker process{'es' if self.workers != 1 else ''}"
+                    f" (GPUs{' ' + self.gpu_type if self.gpu_type else ''} emulated on CPU)")
+        shape = f"{nodes} × {self.gpus_per_node} {self.gpu_type or 'GPU'}"
         return f"{self.cluster} / {self.pool} : {shape}" + (f", {self.interconnect}" if self.interconnect else "")
 
 

@@ -19,8 +19,10 @@ from jsctl.render import shquote
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/env"})
 PYTHONS = frozenset({"python", "python3"})
-# torchrun must forward SIGUSR1 (Slurm's --signal) instead of dying and orphaning its workers.
-TORCHRUN_SIGNALS = "--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
+# torchrun, preemption-aware (jsruntime.launch): it adds --signals-to-handle=...,SIGUSR1 so that a
+# preemption signal reaches the workers instead of killing torchrun, and exits with the requeue
+# code (75) when the workers checkpointed on that signal (torchrun alone would exit 1).
+LAUNCHER = ("python", "-m", "jsruntime.launch")
 DEFAULT_LAUNCHER_ARGS = ("--nnodes=${JETSTREAM_NNODES}", "--nproc_per_node=${JETSTREAM_GPUS_PER_NODE}",
                          "--rdzv_backend=c10d",
                          "--rdzv_endpoint=${MASTER_ADDR}:${MASTER_PORT}", "--rdzv_id=${JOB_ID}")
@@ -42,15 +44,11 @@ def command(ctx: JobContext) -> tuple[str, ...]:
     if strategy.launcher != "torchrun" or os.path.basename(argv[0]) == "torchrun" or argv[0] in SHELLS:
         return argv
     args = strategy.launcher_args or DEFAULT_LAUNCHER_ARGS
-    if not any(a.startswith("--signals-to-handle") for a in args):
-        args = (*args, TORCHRUN_SIGNALS)
     if argv[0] in PYTHONS:
         argv = argv[1:]
-    if argv and argv[0] == "-m":
-        return ("torchrun", *args, *argv)
-    if argv and not argv[0].endswith(".py"):
-        return ("torchrun", *args, "--no-python", *argv)
-    return ("torchrun", *args, *argv)
+    if argv and argv[0] != "-m" and not argv[0].endswith(".py"):
+        return (*LAUNCHER, *args, "--no-python", *argv)
+    return (*LAUNCHER, *args, *argv)
 
 
 def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None) -> dict[str, str]:

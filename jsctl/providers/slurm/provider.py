@@ -1,0 +1,173 @@
+"""The Slurm provider's pure half: offers, validation, the batch script, and diffs."""
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from jsctl.config.diagnostics import Diagnostic, error, warning
+from jsctl.errors import ProviderError
+from jsctl.providers.base import (Capabilities, Change, Cluster, Facts, JobContext, LiveStatus, Offer, Provider,
+                                  ProviderClient, RenderedArtifact)
+from jsctl.providers.slurm import inventory, script
+from jsctl.providers.slurm.settings import SlurmSettings
+from jsctl.render import render as render_template
+
+SBATCH_LINE = re.compile(r"^#SBATCH --([a-z-]+)(?:=(.*))?$", re.M)
+# Options Slurm can change on a pending job; everything else needs a new job.
+IN_PLACE: frozenset[str] = frozenset()
+
+
+class SlurmProvider(Provider):
+    name = "slurm"
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(pause=True, resume=True, scale=False, node_logs=True, check_remote=True,
+                            dependencies=True)
+
+    def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
+        return inventory.offers(SlurmSettings.of(cluster), facts)
+
+    def _settings(self, cluster_name: str, facts: Facts | None, settings: SlurmSettings | None) -> SlurmSettings:
+        return settings or SlurmSettings(cluster_name, __import__(
+            "jsctl.providers.slurm.settings", fromlist=["Access"]).Access())
+
+    def settings_for(self, job: JobContext, facts: Facts | None) -> SlurmSettings:
+        """The cluster's settings travel in the facts (`cluster_settings`) or default to a local cluster."""
+        if facts is not None and "cluster_settings" in facts.data:
+            return SlurmSettings.of(Cluster(job.placement.cluster, "slurm", facts.data["cluster_settings"]))
+        return SlurmSettings.of(_clusters.get(job.placement.cluster, Cluster(job.placement.cluster, "slurm", {})))
+
+    def validate(self, job: JobContext, facts: Facts | None) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        file = job.spec.file
+        try:
+            settings = self.settings_for(job, facts)
+        except ProviderError as exc:
+            return [error("SLURM01", exc.message, file)]
+        if settings.access.mode == "slurmrestd":
+            out.append(error("SLURM02", f"cluster {settings.cluster}: access mode slurmrestd is not supported yet",
+                             file, hint="use access.mode: local (on a login node) or ssh"))
+        if settings.access.mode == "ssh" and not settings.shared_dir:
+            out.append(error("SLURM03", f"cluster {settings.cluster}: ssh access needs shared_dir "
+                             "(a directory on the cluster for logs and the jobs' working directory)", file))
+        c = script.container(settings, job.spec)
+        if c.runtime != "none":
+            for src, dst in c.mounts:
+                if any(ch in src + dst for ch in ",:"):
+                    out.append(error("SLURM04", f"storage path {src!r} → {dst!r}: {c.runtime} mount lists cannot "
+                                     "hold ',' or ':'", file))
+        try:
+            self.render(job, facts)
+        except Exception as exc:  # noqa: BLE001 - report every render problem as a diagnostic
+            out.append(error("SLURM05", f"cannot render the batch script: {getattr(exc, 'message', exc)}", file))
+        if job.spec.priority == "high" and not _qos(settings, job.placement.pool, "high"):
+            out.append(warning("SLURM06", f"priority high: partition {job.placement.pool} has no QOS for it; "
+                               "the job gets Slurm's default priority", file,
+                               hint="add qos: {high: <name>} to the partition in jsctl.yaml"))
+        return out
+
+    def render(self, job: JobContext, facts: Facts | None) -> RenderedArtifact:
+        settings = self.settings_for(job, facts)
+        ctx = script.context(job, settings)
+        text = render_template(script.TEMPLATE, **ctx)
+        c: script.Container = ctx["container"]
+        notes = []
+        if c.runtime == "none":
+            if c.image:
+                notes.append(f"cluster {settings.cluster} has no container runtime: runs on the host, "
+                             f"image {c.image} is not used")
+            mounted = [m for m in (*job.spec.inputs, *job.spec.outputs) if m.mount_path and m.mount_path != m.path]
+            if mounted:
+                notes.append("on the host, storage is at its paths: " + ", ".join(
+                    f"{m.name} {m.path} (not {m.mount_path})" for m in mounted))
+        else:
+            image = script.pyxis_image(c.image or "") if c.runtime == "pyxis" else script.apptainer_image(c.image or "")
+            notes.append(f"container {image} via {c.runtime}" + (
+                "; mounts " + ", ".join(f"{s} → {d}" for s, d in c.mounts) if c.mounts else ""))
+        if job.depends_on:
+            notes.append("after " + ", ".join(job.depends_on) + " (sbatch --dependency=afterok, "
+                         "--kill-on-invalid-dep=yes)")
+        if ctx["checkpoints"]:
+            notes.append(f"requeues on preemption: SIGUSR1 {settings.signal_grace_s}s before the end, "
+                         "checkpoint, scontrol requeue")
+        notes.append(f"log: {ctx['log_file']}")
+        request: dict[str, Any] = {
+            "sbatch": ["sbatch", "--parsable", "--export=ALL"],
+            "script": f"{job.job_id}.sbatch",
+            "partition": job.placement.pool,
+            "nodes": job.placement.nodes,
+            "gpus_per_node": job.placement.gpus_per_node,
+            "comment": script.comment(job.address, job.generation),
+            "log_dir": ctx["log_root"],
+            "log_file": ctx["log_file"],
+            "workdir": ctx["workdir"],
+            "depends_on": list(job.depends_on),
+            "dependency": "afterok" if job.depends_on else None,
+            "secrets": list(job.spec.environment.secrets),
+            "container_runtime": c.runtime,
+            "access": settings.access.mode,
+        }
+        lines = text.count("\n")
+        summary = (f"sbatch script, {lines} lines: {job.placement.nodes} node"
+                   f"{'s' if job.placement.nodes != 1 else ''}"
+                   + (f" × {job.placement.gpus_per_node} GPUs" if job.placement.gpus_per_node else "")
+                   + f" on {job.placement.pool}")
+        return RenderedArtifact("sbatch-script", job.job_id, ((request["script"], text),), request, summary,
+                                tuple(notes))
+
+    def diff(self, prior: Mapping[str, Any], job: JobContext, artifact: RenderedArtifact,
+             live: LiveStatus | None) -> Change:
+        if prior.get("artifact_digest") == artifact.digest:
+            if live is not None and live.phase == "CANCELLED" and _phase(prior.get("status")) != "CANCELLED":
+                return Change("replace", (f"changed outside jsctl: Slurm says {live.engine_state}"
+                                          + (f" ({live.reason})" if live.reason else ""),))
+            return Change("no-op")
+        reasons = _option_changes(prior.get("artifact"), artifact)
+        return Change("replace", tuple(reasons) or ("batch script changed",))
+
+    def client(self, cluster: Cluster, workspace_dir: str) -> ProviderClient:
+        from jsctl.providers.slurm.client import SlurmClient
+
+        _clusters[cluster.name] = cluster
+        return SlurmClient(cluster, workspace_dir)
+
+    def bind(self, cluster: Cluster) -> None:
+        """Remember a cluster's settings for render/validate (called by offers)."""
+        _clusters[cluster.name] = cluster
+
+
+_clusters: dict[str, Cluster] = {}
+
+
+def _qos(settings: SlurmSettings, partition: str, priority: str) -> str | None:
+    return ((settings.partition(partition) or {}).get("qos") or {}).get(priority)
+
+
+def _phase(status: Any) -> str | None:
+    if isinstance(status, Mapping):
+        return status.get("phase")
+    return status if isinstance(status, str) else None
+
+
+def _options(text: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) or "" for m in SBATCH_LINE.finditer(text)}
+
+
+def _option_changes(prior_artifact: Any, artifact: RenderedArtifact) -> list[str]:
+    """`#SBATCH` options that differ, each forcing a new job; then 'script body changed' if it did."""
+    if not isinstance(prior_artifact, Mapping) or not prior_artifact.get("files"):
+        return []
+    old_text = prior_artifact["files"][0][1]
+    new_text = artifact.files[0][1]
+    old, new = _options(old_text), _options(new_text)
+    reasons = []
+    for key in sorted(set(old) | set(new)):
+        if key in ("job-name", "comment", "output", "error"):
+            continue  # follow the generation
+        if old.get(key) != new.get(key):
+            reasons.append(f"--{key}: {old.get(key, '(none)') or '(set)'} → {new.get(key, '(none)') or '(set)'} "
+                           "(forces replacement)")
+    body = lambda t: "\n".join(l for l in t.splitlines() if not l.startswith("#"))  # noqa: E731
+    if body(old_text) != body(new_text):
+        reasons.append("script body changed (forces replacement)")
+    return reasons

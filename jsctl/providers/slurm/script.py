@@ -1,0 +1,205 @@
+"""The batch script for one job: `#SBATCH` options and the shell body, from a JobContext (pure).
+
+Values reach the script in two dialects, each quoted for its reader:
+- `#SBATCH` lines are parsed by sbatch itself (whitespace separates, "double quotes" group,
+  backslash escapes); `sbatch_value` writes that dialect and refuses what it cannot hold.
+- the body is bash; every user value goes through `shquote` or `launch.shell_word`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from jsctl.config.spec import JobSpec, Mount
+from jsctl.errors import RenderError
+from jsctl.providers.base import REQUEUE_EXIT_CODE, JobContext
+from jsctl.providers.slurm.inventory import format_slurm_time
+from jsctl.providers.slurm.settings import SlurmSettings
+from jsctl.render import launch, shquote
+
+SAFE_SBATCH = re.compile(r"[A-Za-z0-9_.:/@=+,%-]+")
+PER_TASK_NAMES = ("SLURM_PROCID", "SLURM_NODEID", "SLURM_LOCALID", "NODE_RANK")
+LOW_PRIORITY_NICE = 10000
+COMMENT_PREFIX = "jsctl:"
+TEMPLATE = "slurm/sbatch.sh.j2"
+
+
+def sbatch_value(value: Any) -> str:
+    """One value of an `#SBATCH --opt=VALUE` line, as sbatch's own parser reads it."""
+    text = str(value)
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise RenderError(f"{text!r} cannot appear in an #SBATCH line (control character or newline)")
+    if SAFE_SBATCH.fullmatch(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def slurm_path(path: str) -> str:
+    """A literal path in a Slurm filename pattern: `%` must be written `%%`."""
+    return path.replace("%", "%%")
+
+
+def format_mem(n: int) -> str:
+    """Bytes → `--mem` text in Slurm's binary units (G = GiB), rounded up to a MiB."""
+    if n % 2**30 == 0:
+        return f"{n // 2**30}G"
+    return f"{-(-n // 2**20)}M"
+
+
+def comment(address: str, generation: int) -> str:
+    return f"{COMMENT_PREFIX}{address}@{generation}"
+
+
+def parse_comment(text: str | None) -> tuple[str, int] | None:
+    m = re.fullmatch(r"jsctl:(\S+)@(\d+)", (text or "").strip())
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+@dataclass(frozen=True)
+class Container:
+    runtime: str  # pyxis | apptainer | none
+    image: str | None
+    mounts: tuple[tuple[str, str], ...]  # (host path, path in the job)
+
+
+def container(settings: SlurmSettings, spec: JobSpec) -> Container:
+    image = spec.environment.image
+    runtime = settings.container_runtime if image else "none"
+    mounts: list[tuple[str, str]] = []
+    if runtime != "none":
+        for m in (*spec.inputs, *spec.outputs):
+            mounts.append((m.path, m.mount_path or m.path))
+    return Container(runtime, image, tuple(mounts))
+
+
+def job_path(m: Mount, c: Container) -> str:
+    """Where a storage entry is, as the job sees it: its mount_path in a container, else its host path."""
+    return (m.mount_path or m.path) if c.runtime != "none" else m.path
+
+
+def pyxis_image(image: str) -> str:
+    """Docker reference → enroot's `[REGISTRY#]IMAGE[:TAG]`: `reg.io/ai/pt:1` → `reg.io#ai/pt:1`."""
+    if "://" in image or image.startswith(("/", "./")) or image.endswith(".sqsh") or "#" in image:
+        return image
+    first, sep, rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return f"{first}#{rest}"
+    return image
+
+
+def apptainer_image(image: str) -> str:
+    if "://" in image or image.startswith(("/", "./")) or image.endswith(".sif"):
+        return image
+    return f"docker://{image}"
+
+
+def container_prefix(ctx: JobContext, c: Container, single: bool) -> tuple[list[str], list[str]]:
+    """(srun options, words before the command) that run a command in the job's container."""
+    if c.runtime == "none":
+        return [], []
+    binds = ",".join(f"{src}:{dst}" for src, dst in c.mounts)
+    if c.runtime == "pyxis":
+        opts = [f"--container-image={shquote(pyxis_image(c.image or ''))}"]
+        if binds:
+            opts.append("--container-mounts=" + launch.shell_word(binds, ctx))
+        return opts, []
+    words = ["apptainer", "exec"]
+    if ctx.placement.gpus_per_node:
+        words.append("--nv")
+    if binds:
+        words += ["--bind", launch.shell_word(binds, ctx)]
+    words.append(shquote(apptainer_image(c.image or "")))
+    return [], words
+
+
+def sbatch_options(ctx: JobContext, settings: SlurmSettings, log_file: str, checkpoints: bool,
+                   workdir: str | None) -> list[str]:
+    p = ctx.placement
+    spec = ctx.spec
+    opts = [f"--job-name={sbatch_value(ctx.job_id)}", f"--comment={sbatch_value(comment(ctx.address, ctx.generation))}",
+            f"--partition={sbatch_value(p.pool)}", f"--nodes={p.nodes}", "--ntasks-per-node=1"]
+    if p.gpus_per_node:
+        opts.append(f"--gpus-per-node={p.gpus_per_node}")
+    if p.cpus_per_task:
+        opts.append(f"--cpus-per-task={p.cpus_per_task}")
+    if p.memory_per_node:
+        opts.append(f"--mem={format_mem(p.memory_per_node)}")
+    if spec.compute.time_limit_s:
+        opts.append(f"--time={format_slurm_time(spec.compute.time_limit_s)}")
+    opts += [f"--output={sbatch_value(log_file)}", f"--error={sbatch_value(log_file)}", "--open-mode=append"]
+    if workdir:
+        opts.append(f"--chdir={sbatch_value(workdir)}")
+    if checkpoints or spec.recovery.max_restarts:
+        opts.append("--requeue")
+    if checkpoints:
+        opts.append(f"--signal=B:USR1@{settings.signal_grace_s}")
+    qos = ((settings.partition(p.pool) or {}).get("qos") or {}).get(spec.priority)
+    if qos:
+        opts.append(f"--qos={sbatch_value(qos)}")
+    elif spec.priority == "low":
+        opts.append(f"--nice={LOW_PRIORITY_NICE}")
+    return opts
+
+
+def task_command(ctx: JobContext, argv: tuple[str, ...]) -> str:
+    """The command each node runs, as shell text; names that differ per task expand on the task."""
+    text = launch.shell_command(argv, ctx)
+    if not any(f"${{{n}}}" in a for a in argv for n in PER_TASK_NAMES):
+        return text
+    return "/bin/sh -c " + shquote(f'export NODE_RANK="$SLURM_NODEID"; exec {text}')
+
+
+def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
+    """Everything the template needs, computed and quoted here so that the template stays layout."""
+    spec = ctx.spec
+    p = ctx.placement
+    c = container(settings, spec)
+    mounts = {m.name: job_path(m, c) for m in (*spec.inputs, *spec.outputs)}
+    env = launch.environment(ctx, mounts)
+    checkpoints = spec.checkpoint_output is not None
+    if settings.access.remote:
+        workdir = settings.shared_dir
+    else:
+        workdir = ctx.workdir if ctx.workdir not in ("", ".") else None
+    log_root = settings.log_root(ctx.workdir)
+    log_file = f"{slurm_path(log_root)}/{ctx.job_id}-%j.log"
+    srun_opts, prefix = container_prefix(ctx, c, single=False)
+    step = ["srun", f"--nodes={p.nodes}", f"--ntasks={p.nodes}", "--ntasks-per-node=1"]
+    if p.cpus_per_task:
+        step.append(f"--cpus-per-task={p.cpus_per_task}")  # 22.05: steps do not inherit it from sbatch
+    step.append("--kill-on-bad-exit=1")
+    if p.nodes > 1:
+        step.append("--label")
+    step += srun_opts + prefix + [task_command(ctx, launch.command(ctx))]
+    hook_opts, hook_prefix = container_prefix(ctx, c, single=True)
+    hook_run = (["srun", "--nodes=1", "--ntasks=1", *hook_opts] if hook_opts else []) + hook_prefix
+
+    def hooks(items: tuple[tuple[str, ...], ...]) -> list[str]:
+        return [" ".join(hook_run + [launch.shell_command(h, ctx)]) for h in items]
+
+    exports = [(name, launch.shell_word(value, ctx)) for name, value in env.items()
+               if name not in ("MASTER_ADDR", "MASTER_PORT")]
+    user_env = dict(spec.environment.env_vars)
+    restart_codes = " ".join(str(x) for x in spec.recovery.restart_on_exit_codes)
+    return {
+        "address": ctx.address, "generation": ctx.generation, "job_id": ctx.job_id,
+        "placement": p.describe(),
+        "sbatch": sbatch_options(ctx, settings, log_file, checkpoints, workdir),
+        "master_addr": user_env.get("MASTER_ADDR"), "master_port": user_env.get("MASTER_PORT"),
+        "exports": exports,
+        "secrets": list(spec.environment.secrets),
+        "output_dirs": [launch.shell_word(m.path, ctx) for m in spec.outputs],
+        "pre_run": hooks(spec.lifecycle.pre_run),
+        "post_success": hooks(spec.lifecycle.post_success),
+        "post_failure": hooks(spec.lifecycle.post_failure),
+        "step": " ".join(step),
+        "checkpoints": checkpoints,
+        "requeue_exit_code": REQUEUE_EXIT_CODE,
+        "max_restarts": spec.recovery.max_restarts,
+        "restart_codes": restart_codes,
+        "container": c,
+        "log_root": log_root,
+        "log_file": log_file,
+        "workdir": workdir,
+    }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what the tests need and run them. CI sets JSCTL_REQUIRE_SLURM=1: then a Slurm cluster
+# must come up (scripts/slurm-up.sh) and its integration tests must run; elsewhere they skip
+# with a reason when Slurm cannot start (e.g. without root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python -m pip install -q torch==2.13.0 numpy   # exactly this: an unpinned torch pulls a multi-GB CUDA build
+python -m pip install -q -e '.[runtime,test]'
+if [[ -x scripts/slurm-up.sh ]]; then
+  if bash scripts/slurm-up.sh up; then
+    export SLURM_CONF=${SLURM_CONF:-${SLURM_BASE:-/tmp/jsctl-slurm}/etc/slurm.conf}
+    trap 'bash scripts/slurm-up.sh down' EXIT
+  elif [[ ${JSCTL_REQUIRE_SLURM:-0} == 1 ]]; then
+    echo "error: Slurm did not start and JSCTL_REQUIRE_SLURM=1" >&2
+    exit 1
+  else
+    echo "note: Slurm did not start; its integration tests will skip" >&2
+  fi
+fi
+python -m pytest -q "$@"
