@@ -17,6 +17,8 @@ def layers(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
 
 def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
     """One dependency cycle as a list of jobs (first repeated at the end), or None."""
+    if not any(edges.values()):
+        return None
     import networkx as nx
 
     graph = nx.DiGraph()
