@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping
 
@@ -301,5 +301,5 @@ def with_overrides(base: Catalog, entries: list[InstanceType]) -> Catalog:
     for e in entries:
         if e.key not in by_key:
             order.append(e.key)
-        by_key[e.key] = replace(e)
+        by_key[e.key] = e
     return Catalog(tuple(by_key[k] for k in order))

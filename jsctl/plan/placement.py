@@ -99,10 +99,10 @@ def shape(count: int, per_node: int | None, node_gpus: int, max_nodes: int | Non
           cap: int | None = None, cap_why: str = "cpu/memory per GPU") -> tuple[int, int, str | None]:
     """(nodes, gpus per node, note): fill nodes, split evenly when the count does not divide.
 
-    `cap` is the most GPUs per node the job's cpu/memory per GPU allow (None = no limit), `cap_why`
-    what sets it. The
-    note is None for a full fit, says how the GPUs were packed, or starts with "cannot" when no
-    even split leaves at least half of each node in use.
+    `cap` is the most GPUs per node the job's cpu/memory per GPU allow (None = no limit) and
+    `cap_why` what sets it. The note is None for a full fit, says how the GPUs were packed, or
+    starts with "cannot" when no even split leaves at least half of each node in use. (`max_nodes`
+    is checked by `evaluate`, which reports it as its own reason.)
     """
     if per_node:
         return math.ceil(count / per_node), per_node, None
@@ -192,7 +192,11 @@ def _evaluate(need: _Need, offer: Offer) -> Candidate:
             nodes, per_node = 0, 0
         else:
             if need.gpu_type and offer.gpu_type != "*" and not gpus.matches(need.gpu_type, offer.gpu_type):
-                miss("type", f"gpu type {offer.gpu_type} ≠ {need.gpu_type}")
+                if gpus.matches(offer.gpu_type, need.gpu_type):  # a family offered, a model asked
+                    miss("type", f"gpu type {offer.gpu_type} does not say which model; {need.gpu_type} asked "
+                         "(name the model in the pool's gpu_type)")
+                else:
+                    miss("type", f"gpu type {offer.gpu_type} ≠ {need.gpu_type}")
                 shape_ok = False
             if need.per_node and need.count % need.per_node:
                 miss("split", f"gpu.count {need.count} is not a multiple of gpu.per_node {need.per_node}")

@@ -161,6 +161,37 @@ def running_cost(record: Mapping[str, Any], now: float) -> float | None:
     return rows[-1].actual if rows else None
 
 
+@dataclass(frozen=True)
+class ClusterCost:
+    """The jsctl jobs running on one cluster and what they cost (for `jsctl cluster status`)."""
+
+    cluster: str
+    jobs: tuple[str, ...]  # addresses of running jobs
+    per_hour: float  # Σ recorded $/h of the running jobs
+    so_far: float  # Σ what their current runs have cost up to `now`
+
+    def text(self) -> str:
+        n = len(self.jobs)
+        if not n:
+            return "no jsctl jobs running"
+        return (f"{n} jsctl job{'s' if n != 1 else ''} running ({', '.join(self.jobs)}): "
+                f"{money(self.per_hour)}/h, {money(self.so_far)} so far")
+
+
+def cluster_costs(records: Mapping[str, Mapping] | Iterable[Mapping], now: float) -> dict[str, ClusterCost]:
+    """Running jsctl jobs and their running cost, per cluster."""
+    found: dict[str, list[tuple[str, float, float]]] = {}
+    for address, record in _items(records):
+        status = record.get("status") or {}
+        if status.get("started_at") is None or status.get("ended_at") is not None:
+            continue
+        price = (record.get("cost_basis") or {}).get("price_per_hour") or 0.0
+        found.setdefault(str(record.get("cluster")), []).append(
+            (address, float(price), running_cost({**record, "address": address}, now) or 0.0))
+    return {c: ClusterCost(c, tuple(a for a, _, _ in sorted(v)), round(sum(p for _, p, _ in v), 4),
+                           round(sum(x for _, _, x in v), 2)) for c, v in sorted(found.items())}
+
+
 def _when(ts: float | None) -> str:
     if ts is None:
         return "—"

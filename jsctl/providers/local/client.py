@@ -136,12 +136,7 @@ class LocalClient(ProviderClient):
                 if not runs.pid_alive(sup):
                     return
                 time.sleep(0.1)
-        pgid = status.get("child_pgid")  # the supervisor is gone: stop the job ourselves
-        if pgid and runs.pid_alive(pgid):
-            try:
-                os.killpg(int(pgid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        runs.kill_all(handle.id, signal.SIGKILL)  # the supervisor is gone: stop the job ourselves
         status.update(phase="CANCELLED", engine_state="cancelled", reason="stopped by jsctl stop",
                       ended_at=time.time())
         runs.write_json(os.path.join(directory, runs.STATUS), status)

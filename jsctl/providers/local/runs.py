@@ -48,3 +48,28 @@ def pid_alive(pid: int | None) -> bool:
             return fh.read().split(") ", 1)[1][:1] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def job_processes(job_id: str) -> list[int]:
+    """Every process of this run, found by JETSTREAM_JOB_ID in its environment: launchers such as
+    torchrun start workers in sessions of their own, so a process group does not hold them all."""
+    marker = f"JETSTREAM_JOB_ID={job_id}".encode()
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if marker in fh.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def kill_all(job_id: str, sig: int) -> None:
+    for pid in job_processes(job_id):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass

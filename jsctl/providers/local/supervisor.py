@@ -92,6 +92,7 @@ class Supervisor:
                         os.killpg(self.child.pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
+                    runs.kill_all(self.request["job_id"], signal.SIGKILL)
         self.reason = f"{what} exited with code {code}" if code else None
         if code < 0:
             self.reason = f"{what} was killed by signal {signal.Signals(-code).name}"
@@ -125,7 +126,8 @@ class Supervisor:
         env = self.environment()
         self.save(engine_state="pre_run")
         code = self.hooks("pre_run", env)
-        while code == 0 and not self.cancelled:
+        attempt = code == 0
+        while attempt and not self.cancelled:
             self.save(engine_state="running", master_port=env["MASTER_PORT"])
             code = self.run(self.request["argv"], env, "command")
             if code == 0 or self.cancelled or self.timed_out:
@@ -142,6 +144,7 @@ class Supervisor:
             else:
                 break
             env = self.environment()
+        runs.kill_all(self.request["job_id"], signal.SIGKILL)  # stragglers in sessions of their own
         if self.cancelled and not self.timed_out:
             self.save(phase="CANCELLED", engine_state="cancelled", reason="stopped by jsctl stop",
                       ended_at=time.time(), exit_code=code)

@@ -25,14 +25,15 @@ class SlurmProvider(Provider):
                             dependencies=True)
 
     def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
+        _clusters[cluster.name] = cluster
         return inventory.offers(SlurmSettings.of(cluster), facts)
 
-    def _settings(self, cluster_name: str, facts: Facts | None, settings: SlurmSettings | None) -> SlurmSettings:
-        return settings or SlurmSettings(cluster_name, __import__(
-            "jsctl.providers.slurm.settings", fromlist=["Access"]).Access())
-
     def settings_for(self, job: JobContext, facts: Facts | None) -> SlurmSettings:
-        """The cluster's settings travel in the facts (`cluster_settings`) or default to a local cluster."""
+        """The cluster's settings, for render and validate, whose interface names the cluster only.
+
+        They travel in the probed facts (`cluster_settings`); without facts, the cluster last given
+        to `offers` or `client` in this process (planning always asks for offers first).
+        """
         if facts is not None and "cluster_settings" in facts.data:
             return SlurmSettings.of(Cluster(job.placement.cluster, "slurm", facts.data["cluster_settings"]))
         return SlurmSettings.of(_clusters.get(job.placement.cluster, Cluster(job.placement.cluster, "slurm", {})))
@@ -107,11 +108,10 @@ class SlurmProvider(Provider):
             "container_runtime": c.runtime,
             "access": settings.access.mode,
         }
-        lines = text.count("\n")
-        summary = (f"sbatch script, {lines} lines: {job.placement.nodes} node"
-                   f"{'s' if job.placement.nodes != 1 else ''}"
-                   + (f" × {job.placement.gpus_per_node} GPUs" if job.placement.gpus_per_node else "")
-                   + f" on {job.placement.pool}")
+        p = job.placement
+        summary = (f"sbatch script: {p.nodes} node{'s' if p.nodes != 1 else ''}"
+                   + (f" × {p.gpus_per_node} GPU{'s' if p.gpus_per_node != 1 else ''}" if p.gpus_per_node else "")
+                   + f" on {p.pool}")
         return RenderedArtifact("sbatch-script", job.job_id, ((request["script"], text),), request, summary,
                                 tuple(notes))
 
@@ -131,12 +131,8 @@ class SlurmProvider(Provider):
         _clusters[cluster.name] = cluster
         return SlurmClient(cluster, workspace_dir)
 
-    def bind(self, cluster: Cluster) -> None:
-        """Remember a cluster's settings for render/validate (called by offers)."""
-        _clusters[cluster.name] = cluster
 
-
-_clusters: dict[str, Cluster] = {}
+_clusters: dict[str, Cluster] = {}  # by name: see SlurmProvider.settings_for
 
 
 def _qos(settings: SlurmSettings, partition: str, priority: str) -> str | None:

@@ -94,23 +94,24 @@ def apptainer_image(image: str) -> str:
     return f"docker://{image}"
 
 
-def container_prefix(ctx: JobContext, c: Container, single: bool) -> tuple[list[str], list[str]]:
-    """(srun options, words before the command) that run a command in the job's container."""
+def container_words(ctx: JobContext, c: Container) -> list[str]:
+    """Shell words of the script's `jsctl_container` array: srun options (pyxis) or the words that
+    run a command in the image (apptainer); none without a container."""
     if c.runtime == "none":
-        return [], []
+        return []
     binds = ",".join(f"{src}:{dst}" for src, dst in c.mounts)
     if c.runtime == "pyxis":
-        opts = [f"--container-image={shquote(pyxis_image(c.image or ''))}"]
+        words = [shquote(f"--container-image={pyxis_image(c.image or '')}")]
         if binds:
-            opts.append("--container-mounts=" + launch.shell_word(binds, ctx))
-        return opts, []
+            words.append("--container-mounts=" + launch.shell_word(binds, ctx))
+        return words
     words = ["apptainer", "exec"]
     if ctx.placement.gpus_per_node:
         words.append("--nv")
     if binds:
         words += ["--bind", launch.shell_word(binds, ctx)]
     words.append(shquote(apptainer_image(c.image or "")))
-    return [], words
+    return words
 
 
 def sbatch_options(ctx: JobContext, settings: SlurmSettings, log_file: str, checkpoints: bool,
@@ -164,16 +165,15 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         workdir = ctx.workdir if ctx.workdir not in ("", ".") else None
     log_root = settings.log_root(ctx.workdir)
     log_file = f"{slurm_path(log_root)}/{ctx.job_id}-%j.log"
-    srun_opts, prefix = container_prefix(ctx, c, single=False)
+    in_container = ['"${jsctl_container[@]}"'] if c.runtime != "none" else []
     step = ["srun", f"--nodes={p.nodes}", f"--ntasks={p.nodes}", "--ntasks-per-node=1"]
     if p.cpus_per_task:
         step.append(f"--cpus-per-task={p.cpus_per_task}")  # 22.05: steps do not inherit it from sbatch
     step.append("--kill-on-bad-exit=1")
     if p.nodes > 1:
         step.append("--label")
-    step += srun_opts + prefix + [task_command(ctx, launch.command(ctx))]
-    hook_opts, hook_prefix = container_prefix(ctx, c, single=True)
-    hook_run = (["srun", "--nodes=1", "--ntasks=1", *hook_opts] if hook_opts else []) + hook_prefix
+    step += in_container + [task_command(ctx, launch.command(ctx))]
+    hook_run = (["srun", "--nodes=1", "--ntasks=1"] if c.runtime == "pyxis" else []) + in_container
 
     def hooks(items: tuple[tuple[str, ...], ...]) -> list[str]:
         return [" ".join(hook_run + [launch.shell_command(h, ctx)]) for h in items]
@@ -199,6 +199,7 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         "max_restarts": spec.recovery.max_restarts,
         "restart_codes": restart_codes,
         "container": c,
+        "container_words": container_words(ctx, c),
         "log_root": log_root,
         "log_file": log_file,
         "workdir": workdir,

@@ -1,0 +1,67 @@
+"""The quickstart really trains on the local provider, and recovers when a worker is killed."""
+import json
+import os
+import shutil
+import signal
+import time
+
+import pytest
+
+from localjobs import run_cli, wait_phase
+from paths import EXAMPLES
+
+from jsctl.providers.local.runs import job_processes
+
+pytest.importorskip("torch", reason="the quickstart needs torch==2.13.0 (pip install -e '.[runtime]')")
+
+
+@pytest.fixture
+def quickstart(ws):
+    shutil.copy(os.path.join(EXAMPLES, "quickstart.yaml"), ws / "quickstart.yaml")
+    shutil.copytree(os.path.join(EXAMPLES, "quickstart"), ws / "quickstart")
+    return ws
+
+
+def worker_pids(job_id: str) -> list[int]:
+    found = []
+    for pid in job_processes(job_id):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                if b"LOCAL_RANK=1" in fh.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def test_quickstart_trains(quickstart):
+    code, out, err = run_cli("apply", "-f", "quickstart.yaml", "--auto-approve")
+    assert code == 0, err
+    row = wait_phase("quickstart", timeout=120)
+    assert row["phase"] == "SUCCEEDED", run_cli("logs", "quickstart")[1][-3000:]
+    final = json.loads(next(quickstart.glob("out/*/results/final.json")).read_text())
+    assert final["step"] == 300 and final["world_size"] == 2 and final["final_loss"] < 1.0
+    assert len(list(quickstart.glob("out/*/checkpoints/step-*"))) <= 3  # keep_latest
+    code, out, _ = run_cli("metrics", "quickstart")
+    assert code == 0 and "step 300" in out and "loss" in out
+    assert "No changes." in run_cli("plan", "-f", "quickstart.yaml")[1]
+
+
+def test_killed_worker_resumes_from_checkpoint(quickstart):
+    code, _, err = run_cli("apply", "-f", "quickstart.yaml", "--auto-approve", "-v", "STEPS=2000")
+    assert code == 0, err
+    status_file = next(quickstart.glob(".jsctl/runs/*/status.json"))
+    deadline = time.time() + 90
+    while time.time() < deadline and not list(quickstart.glob("out/*/checkpoints/step-*")):
+        time.sleep(0.2)
+    assert list(quickstart.glob("out/*/checkpoints/step-*")), "no checkpoint was written"
+    workers = worker_pids(status_file.parent.name)
+    assert workers, "no worker processes found"
+    os.kill(workers[-1], signal.SIGKILL)
+    row = wait_phase("quickstart", timeout=240)
+    log = run_cli("logs", "quickstart")[1]
+    assert row["phase"] == "SUCCEEDED", log[-3000:]
+    assert row["restarts"] >= 1
+    events = [json.loads(line) for line in log.splitlines() if line.startswith('{"jetstream": "event"')]
+    resumed = [e for e in events if e.get("event") in ("restore", "restored", "resume", "resumed")]
+    assert resumed and resumed[0]["step"] > 0, [e.get("event") for e in events]
