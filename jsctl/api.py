@@ -85,9 +85,13 @@ def probe(ws, echo=None) -> dict:
     from jsctl.apply import Clients
     from jsctl.errors import JsctlError
 
+    from jsctl.plan.offers import cloud_of
+
     facts = {}
     clients = Clients(ws)
     for cluster in ws.clusters:
+        if cloud_of(cluster):
+            continue  # priced from the catalog; nothing to ask
         try:
             facts[cluster.name] = clients.get(cluster.name).probe()
         except JsctlError as exc:
@@ -97,7 +101,8 @@ def probe(ws, echo=None) -> dict:
 
 
 def plan(paths: Sequence[str], vars: Variables | None = None, ws=None, targets: Sequence[str] = (),
-         destroy: bool = False, echo=None, state=None):
+         destroy: bool = False, echo=None, state=None, duration_s: int | None = None,
+         max_cost: float | None = None):
     """Refresh, then plan: what apply would do for these files against state."""
     import os
 
@@ -120,8 +125,11 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws=None, targets: 
     refreshed = "Refreshing state... " + (", ".join(f"{n} job{'s' if n != 1 else ''} on {c}"
                                                     for c, n in sorted(counts.items())) or "no jobs in state")
     try:
+        from jsctl.plan import catalog
+
         result = make_plan(PlanInputs(sources, state, ws, facts, live, tuple(targets), destroy,
-                                      os.path.exists(store.path), tuple(paths)))
+                                      os.path.exists(store.path), tuple(paths), catalog.load(ws.catalog),
+                                      duration_s, max_cost))
     except ConfigError as exc:
         exc.sources = sources.texts()
         raise

@@ -39,9 +39,12 @@ def _variables(cli_vars, var_files):
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0: no changes, 1: error, 2: changes.")
 @click.option("--destroy", is_flag=True, help="Plan to destroy every job of these files.")
 @click.option("--show-artifacts", is_flag=True, help="Print each rendered artifact in full.")
+@click.option("--max-cost", type=float, default=None, metavar="DOLLARS",
+              help="Fail (exit 1) when a job's run bound, or the plan's, is over this (else budget: in jsctl.yaml).")
+@click.option("--duration", default=None, metavar="DURATION", help="Price runs for this long instead of time_limit.")
 @workspace_option
 def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitcode, destroy, show_artifacts,
-         workspace_file) -> None:
+         max_cost, duration, workspace_file) -> None:
     """Show what apply would do: placement, strategy, cost, artifacts, as a diff against state.
 
     Example: jsctl plan -f examples/quickstart.yaml -out plan.json
@@ -52,7 +55,8 @@ def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitco
     if not files:
         raise UsageError("plan needs at least one -f FILE")
     ws = api.open_workspace(workspace_file)
-    the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, destroy, echo=echo_err)
+    the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, destroy, echo=echo_err,
+                        duration_s=_seconds(duration, "--duration"), max_cost=max_cost)
     if as_json or fmt == "json":
         click.echo(json.dumps(output.to_json(the_plan), indent=2, sort_keys=True))
     elif fmt == "markdown":
@@ -65,6 +69,17 @@ def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitco
             click.echo(f"\nSaved the plan to: {out} — apply exactly this with: jsctl apply {out}")
     if detailed_exitcode and the_plan.has_changes:
         sys.exit(2)
+
+
+def _seconds(text, option):
+    if text is None:
+        return None
+    from jsctl.config.quantities import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise UsageError(f"{option} expects a duration like 48h or 90m, got {text!r}") from None
 
 
 def _run_apply(ws, the_plan, auto_approve: bool, question: str, done: str) -> None:

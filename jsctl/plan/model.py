@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from jsctl.plan.cost import CostEstimate, PlanCost
 from jsctl.plan.diff import FieldChange
 from jsctl.plan.placement import Candidate
 from jsctl.providers.base import Placement, RenderedArtifact
@@ -39,6 +40,7 @@ class ResourceChange:
     drift: str | None = None
     price_per_hour: float | None = None
     run_bound: float | None = None
+    cost: CostEstimate | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Plan:
     destroy: bool = False
     warnings: tuple[str, ...] = ()
     refreshed: str = ""
+    cost: PlanCost | None = None
 
     def count(self) -> tuple[int, int, int]:
         add = sum(1 for c in self.changes if c.action in ("create", "replace"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from jsctl.plan import cost
 from jsctl.plan.model import SYMBOL, TF_ACTIONS, Plan, ResourceChange, candidate_dict, placement_dict
 from jsctl.plan.placement import PlacementResult, candidates_table
 
@@ -50,10 +51,15 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
         out.append(f"      {mark} placement   = {p.describe()}")
     if c.strategy_text:
         out.append(f"      {mark} strategy    = {c.strategy_text}")
-    if p and p.price_per_hour is not None:
-        limit = (c.spec or {}).get("compute", {}).get("time_limit")
-        bound = f", at most {_money(c.run_bound)} for time_limit {limit}" if c.run_bound is not None else ""
-        out.append(f"      {mark} cost        = {_money(p.price_per_hour)}/h{bound}")
+    if c.cost is not None:
+        before = (c.before or {}).get("cost_basis", {}).get("price_per_hour")
+        if c.action == "update" and before is not None and before != c.cost.price_per_hour:
+            out.append(f"      ~ cost        = {_money(before)}/h -> {c.cost.text()}")
+        else:
+            out.append(f"      {mark} cost        = {c.cost.text()}")
+        assumed = cost.format_assumptions(c.cost)
+        if assumed:
+            out.append(f"                    ({assumed})")
     if c.artifact:
         command = c.artifact.request.get("argv")
         if command:
@@ -106,14 +112,8 @@ def render_text(plan: Plan, show_artifacts: bool = False, show_candidates: bool 
 def summary(plan: Plan) -> str:
     add, change, destroy = plan.count()
     text = f"Plan: {add} to add, {change} to change, {destroy} to destroy."
-    hourly = sum(c.price_per_hour or 0 for c in plan.changes if c.action in ("create", "replace", "update"))
-    prior = sum((c.before or {}).get("cost_basis", {}).get("price_per_hour") or 0
-                for c in plan.changes if c.action in ("replace", "update", "delete"))
-    bound = sum(c.run_bound or 0 for c in plan.changes if c.action in ("create", "replace"))
-    if hourly or prior:
-        delta = hourly - prior
-        text += f"   Estimated: {'+' if delta >= 0 else '-'}{_money(abs(delta))}/h" + \
-            (f" (run bound {_money(bound)})" if bound else "")
+    if plan.cost is not None and (plan.cost.per_hour or plan.cost.prior_per_hour or plan.cost.unpriced):
+        text += "   " + cost.format_summary(plan.cost)
     return text
 
 
@@ -148,7 +148,8 @@ def to_json(plan: Plan) -> dict:
                      "artifact": c.artifact.to_dict() if c.artifact else None,
                      "artifact_digest": c.artifact.digest if c.artifact else None,
                      "outputs": c.outputs, "depends_on": list(c.depends_on), "secrets": list(c.secrets),
-                     "price_per_hour": c.price_per_hour, "run_bound": c.run_bound}
+                     "price_per_hour": c.price_per_hour, "run_bound": c.run_bound,
+                     "cost": c.cost.to_dict() if c.cost else None}
         changes.append({
             "address": c.address, "name": c.name, "type": "job", "provider": c.provider, "cluster": c.cluster,
             "change": {"actions": TF_ACTIONS[c.action], "before": c.before, "after": after,
@@ -162,8 +163,8 @@ def to_json(plan: Plan) -> dict:
             "prior_state": {"serial": plan.prior_serial, "lineage": plan.prior_lineage, "exists": plan.state_exists},
             "files": list(plan.files), "workspace": plan.workspace, "destroy": plan.destroy,
             "resource_changes": changes,
-            "summary": {"add": add, "change": change, "destroy": destroy,
-                        "price_per_hour": sum(c.price_per_hour or 0 for c in plan.changes if c.action != "delete")}}
+            "summary": {"add": add, "change": change, "destroy": destroy},
+            "cost": plan.cost.to_dict() if plan.cost else None}
 
 
 def _version() -> str:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
@@ -11,7 +11,10 @@ from jsctl.errors import ConfigError, PlanError
 from jsctl.plan.diff import field_changes
 from jsctl.plan.identity import job_id
 from jsctl.plan.model import Plan, ResourceChange, placement_dict
-from jsctl.plan.placement import PlacementResult, candidates_table, place
+from jsctl.plan import cost
+from jsctl.plan.catalog import Catalog, builtin
+from jsctl.plan.offers import cloud_offers, cloud_of
+from jsctl.plan.placement import PlacementResult, infeasible_message, place
 from jsctl.plan.resolve import JobSource, Sources, output_paths, resolve_job
 from jsctl.plan.strategy import advise
 from jsctl.providers import registry
@@ -30,13 +33,19 @@ class PlanInputs:
     destroy: bool = False
     state_exists: bool = False
     files: tuple[str, ...] = ()
-    extra_offers: tuple[Offer, ...] = ()
+    catalog: Catalog | None = None
+    duration_s: int | None = None  # --duration: price the run for this long instead of time_limit
+    max_cost: float | None = None  # --max-cost, else the workspace's budget
 
 
-def offers_for(workspace: Workspace, facts: Mapping[str, Facts]) -> list[Offer]:
+def offers_for(workspace: Workspace, facts: Mapping[str, Facts], catalog: Catalog | None) -> list[Offer]:
+    """Cloud clusters offer the catalog's instance types; every other cluster asks its provider."""
     found: list[Offer] = []
     for cluster in workspace.clusters:
-        found.extend(registry.get(cluster.provider).offers(cluster, facts.get(cluster.name)))
+        if cloud_of(cluster):
+            found.extend(cloud_offers(cluster, catalog or builtin()))
+        else:
+            found.extend(registry.get(cluster.provider).offers(cluster, facts.get(cluster.name)))
     return found
 
 
@@ -50,7 +59,7 @@ def make_plan(inp: PlanInputs) -> Plan:
     changes: list[ResourceChange] = []
     diags: list[Diagnostic] = []
     infeasible: list[str] = []
-    offers = [*offers_for(inp.workspace, inp.facts), *inp.extra_offers]
+    offers = offers_for(inp.workspace, inp.facts, inp.catalog)
     upstream: dict[str, dict[str, str]] = {}
     ids: dict[str, str] = {}
     wanted = {s.address for s in inp.sources.jobs}
@@ -82,14 +91,40 @@ def make_plan(inp: PlanInputs) -> Plan:
                                           record.get("job_id"), record.get("generation"), record.get("provider"),
                                           record.get("cluster"), before=record,
                                           drift=_drift(record, inp.live.get(address))))
-    return Plan(tuple(changes), state.serial, state.lineage, inp.state_exists, inp.files,
-                inp.workspace.file, inp.destroy)
+    costs = _costs(changes, inp)
+    budget = inp.max_cost if inp.max_cost is not None else inp.workspace.budget
+    totals = cost.plan_cost([c.cost for c in costs if c.cost and c.action != "delete"],
+                            {c.address: _prior_price(c) for c in costs
+                             if c.action in ("update", "replace", "delete") and _prior_price(c) is not None},
+                            budget)
+    if budget is not None and not totals.within_budget:
+        raise PlanError(cost.format_budget(totals).removeprefix("Error: "),
+                        hint="raise --max-cost or budget:, shorten time_limit, or choose cheaper resources")
+    return Plan(tuple(costs), state.serial, state.lineage, inp.state_exists, inp.files,
+                inp.workspace.file, inp.destroy, cost=totals)
+
+
+def _prior_price(c: ResourceChange) -> float | None:
+    return ((c.before or {}).get("cost_basis") or {}).get("price_per_hour")
+
+
+def _costs(changes: list[ResourceChange], inp: PlanInputs) -> list[ResourceChange]:
+    out = []
+    for c in changes:
+        if c.action == "delete" or not c.spec:
+            out.append(c)
+            continue
+        spec = inp.sources.by_address()[c.address]
+        from jsctl.config.spec import build
+
+        estimate = cost.estimate(c.address, build(c.spec, c.file or spec.doc.path), c.placement, inp.duration_s,
+                                 prior_price_per_hour=_prior_price(c))
+        out.append(replace(c, cost=estimate, run_bound=estimate.worst))
+    return out
 
 
 def _infeasible_text(change: ResourceChange) -> str:
-    lines = [f"  {change.address}: no cluster can run it. Nearest misses:"]
-    lines += ["    " + line for line in candidates_table(PlacementResult(None, change.candidates))]
-    return "\n".join(lines)
+    return infeasible_message(PlacementResult(None, change.candidates), change.address)
 
 
 def _drift(record: dict, live: LiveStatus | None) -> str | None:
@@ -143,9 +178,7 @@ def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInpu
         spec=spec.document, file=spec.file, before=prior, fields=fields, depends_on=source.depends_on,
         strategy=advice.to_env() if advice else {}, strategy_text=advice.describe() if advice else "",
         secrets=spec.environment.secrets, outputs=output_paths(spec), drift=drift,
-        price_per_hour=p.price_per_hour if p else None,
-        run_bound=(p.price_per_hour * spec.compute.time_limit_s / 3600)
-        if p and p.price_per_hour is not None and spec.compute.time_limit_s else None)
+        price_per_hour=p.price_per_hour if p else None)
 
 
 def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInputs,
