@@ -81,6 +81,26 @@ def refresh(ws, state, echo=None) -> dict:
     return live
 
 
+def observe(ws, live: dict) -> None:
+    """Write observed statuses into state when the lock is free; a busy lock just skips it."""
+    import time
+
+    from jsctl.apply import status_dict
+    from jsctl.errors import StateLockedError
+
+    if not live:
+        return
+    store = store_for(ws)
+    try:
+        with store.locked("observe", 0.0):
+            state = store.read()
+            changed = [state.observe(a, status_dict(s), time.time()) for a, s in live.items()]
+            if any(changed):
+                store.write(state)
+    except StateLockedError:
+        return
+
+
 def probe(ws, echo=None) -> dict:
     from jsctl.apply import Clients
     from jsctl.errors import JsctlError

@@ -78,8 +78,9 @@ def record_for(c: ResourceChange, handle: JobHandle, now: float) -> dict:
         "status": {"phase": "PENDING", "engine_state": "submitted"},
         "created_at": now, "updated_at": now, "submitted_at": now,
         "cost_basis": {"price_per_hour": c.price_per_hour, "capacity": c.placement.capacity if c.placement else None,
-                       "run_bound": c.run_bound},
-        "history": [{"time": now, "event": f"submitted as {handle}"}],
+                       "bound": c.cost.bound if c.cost else c.run_bound,
+                       "estimate": c.cost.expected if c.cost else c.run_bound},
+        "events": [{"time": now, "event": f"submitted as {handle}"}],
     }
 
 
@@ -162,7 +163,13 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, echo: Echo, poll_
             for child in dag.descendants(edges, [c.address]):
                 blocked.setdefault(child, f"upstream {c.address} failed to submit")
             continue
-        state.put(c.address, record_for(c, handle, time.time()))
+        record = record_for(c, handle, time.time())
+        prior = c.before or state.resources.get(c.address)
+        if c.action == "replace" and prior:  # earlier runs stay, for cost reports
+            record["history"] = [*(prior.get("history") or []), {"job_id": prior.get("job_id"),
+                                 "status": prior.get("status"), "cost_basis": prior.get("cost_basis")}]
+            record["events"] = [*(prior.get("events") or []), *record["events"]]
+        state.put(c.address, record)
         store.write(state)
         if c.action == "replace":
             result.destroyed += 1

@@ -20,6 +20,8 @@ Examples:
   jsctl logs -f quickstart                         follow a job's log
   jsctl metrics quickstart                         training metrics with sparklines
   jsctl stop quickstart                            cancel a job
+  jsctl cluster status                             GPUs free and queued, jsctl jobs and their cost
+  jsctl report cost --since 7d                     actual cost against the estimate
   jsctl destroy -f examples/quickstart.yaml        stop and forget the jobs of these files
 """
 
@@ -81,9 +83,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from jsctl.cli import config_cmds, job_cmds, plan_cmds
+    from jsctl.cli import config_cmds, job_cmds, plan_cmds, report_cmds
 
-    for module in (config_cmds, plan_cmds, job_cmds):
+    for module in (config_cmds, plan_cmds, job_cmds, report_cmds):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -26,6 +26,7 @@ def _rows(ws, state, ref):
 
     addresses = [find_job(state, ref)] if ref else sorted(state.resources)
     live = api.refresh(ws, state, echo_err)
+    api.observe(ws, live)
     now = time.time()
     rows = []
     for address in addresses:
@@ -109,8 +110,8 @@ def describe(job, workspace_file) -> None:
         click.echo(f"Strategy:   {json.dumps(record['strategy'], sort_keys=True)}")
     for name, path in (record.get("outputs") or {}).items():
         click.echo(f"Output:     {name} → {path}")
-    click.echo("History:")
-    for h in record.get("history") or []:
+    click.echo("Events:")
+    for h in record.get("events") or []:
         click.echo(f"  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(h['time']))}  {h['event']}")
     art = record.get("artifact") or {}
     click.echo(f"Artifact:   {art.get('summary')}, sha256 {record.get('artifact_digest')}")
@@ -159,7 +160,7 @@ def _record_event(workspace_file, address, lock_timeout, event, **status):
         state = store.read()
         record = dict(state.resources[address])
         record["status"] = {**(record.get("status") or {}), **status}
-        record["history"] = [*(record.get("history") or []), {"time": time.time(), "event": event}]
+        record["events"] = [*(record.get("events") or []), {"time": time.time(), "event": event}]
         record["updated_at"] = time.time()
         state.put(address, record)
         store.write(state)

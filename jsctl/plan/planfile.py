@@ -4,7 +4,10 @@ from __future__ import annotations
 import json
 import os
 
+from dataclasses import fields
+
 from jsctl.errors import PlanError
+from jsctl.plan.cost import CostEstimate
 from jsctl.plan.model import Plan, ResourceChange, placement_from
 from jsctl.plan.output import to_json
 from jsctl.providers.base import RenderedArtifact
@@ -18,6 +21,13 @@ def save(plan: Plan, path: str) -> None:
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=1, sort_keys=True)
     os.replace(tmp, path)
+
+
+def _cost(d: dict | None) -> CostEstimate | None:
+    if not d:
+        return None
+    names = {f.name for f in fields(CostEstimate)}
+    return CostEstimate(**{**{k: v for k, v in d.items() if k in names}, "duration_from": d.get("duration_from") or ""})
 
 
 def load(path: str) -> Plan:
@@ -44,7 +54,7 @@ def load(path: str) -> Plan:
             before=ch.get("before"), depends_on=tuple(after.get("depends_on") or ()),
             strategy=after.get("strategy") or {}, secrets=tuple(after.get("secrets") or ()),
             outputs=after.get("outputs") or {}, price_per_hour=after.get("price_per_hour"),
-            run_bound=after.get("run_bound")))
+            run_bound=after.get("run_bound"), cost=_cost(after.get("cost"))))
     prior = data["prior_state"]
     return Plan(tuple(changes), prior["serial"], prior["lineage"], prior["exists"], tuple(data.get("files") or ()),
                 data.get("workspace"), data.get("destroy", False))

@@ -48,6 +48,25 @@ class State:
         self.generations[address] = max(int(record["generation"]), int(self.generations.get(address, 0)))
         self.serial += 1
 
+    def observe(self, address: str, status: dict, now: float) -> bool:
+        """Record an observed status. Observations are not configuration: the serial stays, so a
+        saved plan is not made stale by someone running `jsctl status`. True when it changed."""
+        record = self.resources.get(address)
+        if record is None:
+            return False
+        before = record.get("status") or {}
+        merged = {**before, **{k: v for k, v in status.items() if v is not None or k == "reason"}}
+        if merged == before:
+            return False
+        if merged.get("phase") != before.get("phase"):
+            event = f"{before.get('phase', '?')} -> {merged.get('phase')}"
+            if merged.get("reason"):
+                event += f" ({merged['reason']})"
+            record["events"] = [*(record.get("events") or []), {"time": now, "event": event}]
+        record["status"] = merged
+        record["updated_at"] = now
+        return True
+
     def remove(self, address: str) -> None:
         if self.resources.pop(address, None) is not None:
             self.serial += 1

@@ -178,8 +178,7 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
     def hooks(items: tuple[tuple[str, ...], ...]) -> list[str]:
         return [" ".join(hook_run + [launch.shell_command(h, ctx)]) for h in items]
 
-    exports = [(name, launch.shell_word(value, ctx)) for name, value in env.items()
-               if name not in ("MASTER_ADDR", "MASTER_PORT")]
+    exports = [(name, launch.shell_word(value, ctx)) for name, value in env.items()]
     user_env = dict(spec.environment.env_vars)
     restart_codes = " ".join(str(x) for x in spec.recovery.restart_on_exit_codes)
     return {
