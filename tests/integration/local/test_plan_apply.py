@@ -126,3 +126,38 @@ def test_missing_secret_stops_before_submitting(ws):
     code, _, err = run_cli("apply", "-f", "s.yaml", "--auto-approve", env=env)
     assert code == 1 and "NOT_SET_ANYWHERE" in err
     assert not (ws / ".jsctl" / "runs").exists()
+
+
+def test_target_destroy_describe_logs(ws):
+    (ws / "a.yaml").write_text(job_yaml("a", ["bash", "-c", "for i in 1 2 3; do echo line$i; done"]))
+    (ws / "b.yaml").write_text(job_yaml("b", ["true"]))
+    code, out, _ = run_cli("plan", "-f", "a.yaml", "-f", "b.yaml", "--target", "job.b")
+    assert "Plan: 1 to add" in out and "job.a" not in out
+    assert run_cli("apply", "-f", "a.yaml", "-f", "b.yaml", "--auto-approve")[0] == 0
+    wait_phase("a")
+    code, out, _ = run_cli("logs", "--tail", "2", "a")
+    assert code == 0 and "line3" in out and "line1" not in out
+    code, out, _ = run_cli("logs", "-f", "a", timeout=30)
+    assert "line1" in out and "line3" in out
+    code, out, _ = run_cli("describe", "a")
+    assert code == 0 and "job.a" in out and "local-run" not in out and "run.json" in out and "Events:" in out
+    code, out, err = run_cli("destroy", "-f", "a.yaml", "-f", "b.yaml", "--auto-approve")
+    assert code == 0, err
+    assert "Destroy complete! Resources: 0 added, 0 changed, 2 destroyed." in out
+    assert json.loads((ws / ".jsctl" / "state.json").read_text())["resources"] == {}
+    code, _, err = run_cli("status", "a")
+    assert code == 2 and "no job 'a' in state" in err
+
+
+def test_pause_resume(ws):
+    (ws / "a.yaml").write_text(job_yaml("p", ["sleep", "30"]))
+    assert run_cli("apply", "-f", "a.yaml", "--auto-approve")[0] == 0
+    wait_phase("p", ("RUNNING",))
+    import time
+
+    time.sleep(0.5)
+    assert run_cli("pause", "p")[0] == 0
+    assert wait_phase("p", ("PAUSED",))["phase"] == "PAUSED"
+    assert run_cli("resume", "p")[0] == 0
+    assert wait_phase("p", ("RUNNING",))["phase"] == "RUNNING"
+    assert run_cli("stop", "p")[0] == 0
