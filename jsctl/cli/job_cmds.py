@@ -166,6 +166,13 @@ def _record_event(workspace_file, address, lock_timeout, event, **status):
         store.write(state)
 
 
+def _control(job, lock_timeout, workspace_file, verb: str, method: str, past: str, **status) -> None:
+    _, _, address, client, handle = _client_and_handle(workspace_file, job)
+    getattr(client, method)(handle)
+    _record_event(workspace_file, address, lock_timeout, verb, **status)
+    click.echo(f"{past} {address} ({handle}).")
+
+
 @click.command()
 @click.argument("job")
 @lock_timeout_option
@@ -175,10 +182,8 @@ def stop(job, lock_timeout, workspace_file) -> None:
 
     Example: jsctl stop quickstart
     """
-    _, _, address, client, handle = _client_and_handle(workspace_file, job)
-    client.cancel(handle)
-    _record_event(workspace_file, address, lock_timeout, "stop", phase="CANCELLED", reason="stopped by jsctl stop")
-    click.echo(f"Stopped {address} ({handle}).")
+    _control(job, lock_timeout, workspace_file, "stop", "cancel", "Stopped", phase="CANCELLED",
+             reason="stopped by jsctl stop")
 
 
 @click.command()
@@ -190,10 +195,7 @@ def pause(job, lock_timeout, workspace_file) -> None:
 
     Example: jsctl pause quickstart
     """
-    _, _, address, client, handle = _client_and_handle(workspace_file, job)
-    client.pause(handle)
-    _record_event(workspace_file, address, lock_timeout, "pause", phase="PAUSED")
-    click.echo(f"Paused {address} ({handle}).")
+    _control(job, lock_timeout, workspace_file, "pause", "pause", "Paused", phase="PAUSED")
 
 
 @click.command()
@@ -205,10 +207,7 @@ def resume(job, lock_timeout, workspace_file) -> None:
 
     Example: jsctl resume quickstart
     """
-    _, _, address, client, handle = _client_and_handle(workspace_file, job)
-    client.resume(handle)
-    _record_event(workspace_file, address, lock_timeout, "resume", phase="RUNNING")
-    click.echo(f"Resumed {address} ({handle}).")
+    _control(job, lock_timeout, workspace_file, "resume", "resume", "Resumed", phase="RUNNING")
 
 
 @click.command()

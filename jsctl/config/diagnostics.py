@@ -45,6 +45,21 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean '{close}'?)" if close else ""
 
 
+def show_value(value: object) -> str:
+    """A value as a message quotes it: 'text', 42, true, a mapping, a list, nothing."""
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing"
+    return str(value)
+
+
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity == "error" for d in diagnostics)
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsctl.config.diagnostics import Diagnostic, error
+from jsctl.config.diagnostics import Diagnostic, error, show_value
 
 MAX_FILE_BYTES = 1024 * 1024  # job files are small; anything bigger is a mistake or an attack
 MAX_NODES = 100_000  # after alias expansion
@@ -137,7 +137,7 @@ def load_text(path: str, text: str) -> tuple[Document | None, list[Diagnostic]]:
     diags: list[Diagnostic] = []
     doc.data = _plain(raw, (), doc, diags)
     if not isinstance(doc.data, dict):
-        diags.append(error("E013", f"expected a mapping at the top of the document, got {_kind(doc.data)}",
+        diags.append(error("E013", f"expected a mapping at the top of the document, got {show_value(doc.data)}",
                            path, 1, 1))
     return doc, diags
 
@@ -162,18 +162,6 @@ def _expanded_size(node: Any, memo: dict[int, int]) -> int:
         total = 1
     memo[key] = min(total, MAX_NODES + 1)
     return memo[key]
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "nothing"
-    return f"{type(value).__name__} {value!r}"
 
 
 def unquoted_ref(node: Any) -> str | None:

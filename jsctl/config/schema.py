@@ -6,7 +6,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
+from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, show_value
 from jsctl.config.loader import Document
 
 SCHEMAS = ("job", "workflow", "workspace")
@@ -48,20 +48,6 @@ def _where(path: tuple) -> str:
     return ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path).replace(".[", "[") or "the document"
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return repr(value)
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if value is None:
-        return "nothing"
-    return str(value)
-
-
 def _diagnose(doc: Document, err: Any) -> list[Diagnostic]:
     path = tuple(err.absolute_path)
     name = _field(path)
@@ -85,29 +71,29 @@ def _diagnose(doc: Document, err: Any) -> list[Diagnostic]:
         return [at(f"missing required field '{missing}' in {_where(path)}", p=kpos)]
     if keyword == "enum":
         options = err.validator_value
-        return [at(f"'{name}' must be one of {', '.join(map(str, options))}; got {_show(value)}"
+        return [at(f"'{name}' must be one of {', '.join(map(str, options))}; got {show_value(value)}"
                    + did_you_mean(str(value), map(str, options)))]
     if keyword == "const":
-        return [at(f"'{name}' must be {err.validator_value!r}; got {_show(value)}")]
+        return [at(f"'{name}' must be {err.validator_value!r}; got {show_value(value)}")]
     if keyword == "type":
         want = err.validator_value
         want = want if isinstance(want, list) else [want]
         if "integer" in want and err.schema.get("minimum") == 1:
-            return [at(f"'{name}' must be a positive integer, got {_show(value)}")]
+            return [at(f"'{name}' must be a positive integer, got {show_value(value)}")]
         words = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
                  "object": "a mapping", "array": "a list"}
         hint = None
         if "array" in want and isinstance(value, str):
             hint = f"write a list: {name}: [{value}]" if " " not in value else "write a list, one item per line with '- '"
-        return [at(f"'{name}' must be {' or '.join(words.get(w, w) for w in want)}, got {_show(value)}", hint)]
+        return [at(f"'{name}' must be {' or '.join(words.get(w, w) for w in want)}, got {show_value(value)}", hint)]
     if keyword == "minimum":
         if err.validator_value == 1:
-            return [at(f"'{name}' must be a positive integer, got {_show(value)}")]
-        return [at(f"'{name}' must be at least {err.validator_value}, got {_show(value)}")]
+            return [at(f"'{name}' must be a positive integer, got {show_value(value)}")]
+        return [at(f"'{name}' must be at least {err.validator_value}, got {show_value(value)}")]
     if keyword == "maximum":
-        return [at(f"'{name}' must be at most {err.validator_value}, got {_show(value)}")]
+        return [at(f"'{name}' must be at most {err.validator_value}, got {show_value(value)}")]
     if keyword in ("pattern", "maxLength", "minLength") and "x-error" in err.schema:
-        return [at(f"'{name}' {err.schema['x-error']}; got {_show(value)}")]
+        return [at(f"'{name}' {err.schema['x-error']}; got {show_value(value)}")]
     if keyword == "minLength":
         return [at(f"'{name}' must not be empty")]
     if keyword == "minItems":
@@ -117,5 +103,5 @@ def _diagnose(doc: Document, err: Any) -> list[Diagnostic]:
     if keyword == "propertyNames":
         bad = value if isinstance(value, str) else err.instance
         msg = err.schema.get("x-error", "is not a valid name")
-        return [at(f"key {_show(bad)} in {_where(path)} {msg}")]
+        return [at(f"key {show_value(bad)} in {_where(path)} {msg}")]
     return [at(f"{_where(path)}: {err.message}")]
