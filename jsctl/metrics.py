@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 METRIC_FIELDS = ("loss", "lr", "step_time_s", "samples_per_s", "tokens_per_s", "peak_mem_bytes")
 _SPARK = "▁▂▃▄▅▆▇█"

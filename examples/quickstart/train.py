@@ -19,10 +19,9 @@ import os
 import random
 from pathlib import Path
 
+import jsruntime
 import torch
 from torch import nn
-
-import jsruntime
 
 
 class SyntheticData:

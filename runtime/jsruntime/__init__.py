@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .env import REQUEUE_EXIT_CODE, CheckpointConfig, ConfigError, RuntimeEnv, StrategyConfig, read_env
+from .env import (
+    REQUEUE_EXIT_CODE,
+    CheckpointConfig,
+    ConfigError,
+    RuntimeEnv,
+    StrategyConfig,
+    read_env,
+)
 
 __all__ = [
     "REQUEUE_EXIT_CODE",

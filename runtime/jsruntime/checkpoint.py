@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
@@ -47,6 +48,7 @@ class Tracked:
 @dataclass
 class _InFlight:
     step: int
+    mode: str
     tmp: Path
     future: Future
     started: float
@@ -78,6 +80,7 @@ class Checkpointer:
         self.emitter = emitter
         self.tracked = Tracked()
         self.in_flight: _InFlight | None = None
+        self._warned_empty = False
         self.last_saved_step: int | None = None
         self.last_save_started = time.monotonic()
         nonce = [None]
@@ -93,7 +96,10 @@ class Checkpointer:
 
     # ---- what is saved -------------------------------------------------------------
     def _global_state(self) -> dict[str, Any]:
-        from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_state_dict
+        from torch.distributed.checkpoint.state_dict import (
+            get_model_state_dict,
+            get_state_dict,
+        )
 
         t = self.tracked
         state: dict[str, Any] = {}
@@ -137,6 +143,12 @@ class Checkpointer:
         self.wait()
         if self.last_saved_step == step:
             return
+        if self.tracked.model is None:
+            if not self._warned_empty:
+                log.warning("jsruntime: checkpoint skipped: call rt.restore(model=..., optimizer=...) so "
+                            "checkpoints know what to save")
+                self._warned_empty = True
+            return
         self.last_save_started = t0
         tmp = cdir.tmp_dir(self.root, step, self.nonce)
         state = self._global_state()
@@ -153,7 +165,7 @@ class Checkpointer:
         future = dcp.async_save(state, storage_writer=writer, process_group=self.group, async_checkpointer_type=kind)
         if not isinstance(future, Future):  # AsyncSaveResponse (only with a custom stager)
             future = future.upload_completion
-        flight = _InFlight(step, tmp, future, t0, time.monotonic() - t0)
+        flight = _InFlight(step, mode, tmp, future, t0, time.monotonic() - t0)
         future.add_done_callback(lambda _f, d=flight.done_at: d.append(time.monotonic()))
         self.in_flight = flight
 
@@ -180,7 +192,7 @@ class Checkpointer:
             log.error("jsruntime: checkpoint of step %d failed: %r", f.step, error)
             return
         write_s = (f.done_at[0] if f.done_at else time.monotonic()) - f.started
-        self._publish(f.step, f.tmp, self.config.mode, blocking_s=f.blocking_s, write_s=write_s)
+        self._publish(f.step, f.tmp, f.mode, blocking_s=f.blocking_s, write_s=write_s)
 
     def wait(self) -> None:
         """Block until the save in flight is written everywhere, then publish it."""
@@ -223,7 +235,10 @@ class Checkpointer:
             return None
         step, path = latest
         import torch.distributed.checkpoint as dcp
-        from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_state_dict
+        from torch.distributed.checkpoint.state_dict import (
+            set_model_state_dict,
+            set_state_dict,
+        )
 
         t = self.tracked
         state = self._global_state()

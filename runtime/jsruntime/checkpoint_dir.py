@@ -94,10 +94,11 @@ def finalize(tmp: Path, step: int, info: dict) -> Path:
     write_file_durably(tmp / MARKER, (json.dumps(marker, sort_keys=True) + "\n").encode())
     fsync_dir(tmp)
     final = tmp.parent / step_dir_name(step)
-    if final.exists():  # a checkpoint of the same step from an earlier attempt
-        _move_to_trash(final, step)
+    replaced = _move_to_trash(final, step) if final.exists() else None  # same step, earlier attempt
     os.rename(tmp, final)
     fsync_dir(tmp.parent)
+    if replaced is not None:
+        shutil.rmtree(replaced, ignore_errors=True)
     return final
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 REQUEUE_EXIT_CODE = 75
 """Exit code of a job that stopped on a preemption signal after checkpointing (EX_TEMPFAIL)."""
@@ -19,7 +19,7 @@ SHARDING_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"
 MIXED_PRECISIONS = ("bf16", "fp16", "fp32")
 CHECKPOINT_MODES = ("thread", "process", "sync")
 DEFAULT_SAVE_EVERY_S = 1800.0  # with a checkpoint directory but no JETSTREAM_SAVE_FREQUENCY
-DEFAULT_CHECKPOINT_MODE = "sync"
+DEFAULT_CHECKPOINT_MODE = "thread"
 """Chosen by benchmarks/checkpoint_overhead.py on 2 CPU cores: see runtime/README.md."""
 
 

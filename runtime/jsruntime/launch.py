@@ -2,29 +2,36 @@
 
 Runs ``python -m torch.distributed.run`` with the arguments given, adding
 ``--signals-to-handle=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1`` (without it SIGUSR1 kills
-torchrun and orphans its workers) unless the caller passed that option.  SIGTERM, SIGUSR1,
-SIGINT and SIGHUP sent to this launcher are forwarded to torchrun, which forwards them to the
-workers.
+torchrun and orphans its workers) unless the caller passed that option.  The first SIGTERM,
+SIGUSR1, SIGINT or SIGHUP sent to this launcher is forwarded to torchrun, which forwards it
+to the workers; repeats are not forwarded (a second signal makes torchrun abandon its
+graceful shutdown).
 
-torchrun itself exits 1 after a signal, whatever its workers did; so workers that
-checkpointed on a preemption signal write a status file (``JSRUNTIME_STATUS_FILE``, set
-here) and this launcher then exits with ``REQUEUE_EXIT_CODE`` (75).  Otherwise it exits
-with torchrun's code.  Pure Python: imports no torch.
+torchrun itself exits 1 after a signal, whatever its workers did.  Workers that checkpointed
+on a preemption signal write a status file (``JSRUNTIME_STATUS_FILE``, set here); this
+launcher is a child subreaper, waits for every worker (also those torchrun left behind, up
+to ``JSRUNTIME_LAUNCH_GRACE_S`` seconds, default 300), and then exits with
+``REQUEUE_EXIT_CODE`` (75) if a status file was written, else with torchrun's code.
+Pure Python: imports no torch.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-from typing import Sequence
+import time
+from collections.abc import Sequence
+from pathlib import Path
 
 from .env import REQUEUE_EXIT_CODE
 
 SIGNALS_TO_HANDLE = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def torchrun_command(args: Sequence[str], python: str = sys.executable) -> list[str]:
@@ -36,30 +43,73 @@ def torchrun_command(args: Sequence[str], python: str = sys.executable) -> list[
     return cmd + list(args)
 
 
+def _become_subreaper() -> bool:
+    """Orphaned descendants (workers of a torchrun that died) are reparented to us."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> list[int]:
+    kids: list[int] = []
+    try:
+        for task in Path("/proc/self/task").iterdir():
+            kids.extend(int(p) for p in (task / "children").read_text().split())
+    except OSError:
+        pass
+    return kids
+
+
+def _reap_orphans(grace_s: float) -> None:
+    """Wait for children reparented to us; SIGKILL those still alive after ``grace_s``."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid:
+            continue
+        if time.monotonic() > deadline:
+            for kid in _children():
+                print(f"jsruntime.launch: killing worker {kid} still running {grace_s:.0f} s after torchrun exited",
+                      file=sys.stderr, flush=True)
+                try:
+                    os.kill(kid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            deadline = float("inf")
+        time.sleep(0.1)
+
+
 def run(args: Sequence[str]) -> int:
     fd, status_file = tempfile.mkstemp(prefix="jsruntime-status-")
     os.close(fd)
     os.unlink(status_file)  # exists only once a worker wrote it
     env = dict(os.environ, JSRUNTIME_STATUS_FILE=status_file)
+    _become_subreaper()
     proc = subprocess.Popen(torchrun_command(args), env=env)
+    forwarded: set[int] = set()
 
     def forward(signum: int, _frame: object) -> None:
-        if proc.poll() is None:
+        if signum not in forwarded and proc.poll() is None:
+            forwarded.add(signum)
             proc.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:
         rc = proc.wait()
+        _reap_orphans(float(os.environ.get("JSRUNTIME_LAUNCH_GRACE_S", "300")))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    try:
-        preempted = os.path.exists(status_file)
-        if preempted:
-            os.unlink(status_file)
-    except OSError:
-        preempted = False
+    preempted = os.path.exists(status_file)
     if preempted:
+        os.unlink(status_file)
         print(f"jsruntime.launch: workers checkpointed after a preemption signal; exit {REQUEUE_EXIT_CODE}",
               file=sys.stderr, flush=True)
         return REQUEUE_EXIT_CODE

@@ -41,7 +41,7 @@ class MetricsEmitter:
         self.enabled = enabled
         self.job_id = job_id
         self.log_every = max(1, log_every)
-        self._stream = stream
+        self.stream = stream  # None: sys.stdout at the time of writing
         self._window_start: float | None = None
         self._window_steps = 0
         self._window_samples = 0.0
@@ -55,7 +55,7 @@ class MetricsEmitter:
         if self.job_id is not None:
             record.setdefault("job", self.job_id)
         record.setdefault("time", round(time.time(), 3))
-        stream = self._stream or sys.stdout
+        stream = self.stream or sys.stdout
         stream.write(json.dumps(record) + "\n")
         stream.flush()
 

@@ -21,19 +21,26 @@ class PreemptionWatcher:
         self._signals = signals
         self._previous: dict[signal.Signals, object] = {}
         self.signal_name: str | None = None
-        self._event = threading.Event()
+        # A plain attribute, not a threading.Event: Event.set takes a lock, and a second signal
+        # arriving inside the first handler's set() would deadlock on it.
+        self._requested = False
 
     @property
     def requested(self) -> bool:
-        return self._event.is_set()
+        return self._requested
 
     def request(self, name: str = "manual") -> None:
         """Ask for a preemption stop as if a signal had arrived (used by tests and users)."""
-        self.signal_name = self.signal_name or name
-        self._event.set()
+        if self.signal_name is None:
+            self.signal_name = name
+        self._requested = True
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.request(signal.Signals(signum).name)
+        # Further preemption signals (torchrun forwards what Slurm also sends directly) carry
+        # nothing new; ignoring them keeps handlers from nesting while the job checkpoints.
+        for sig in self._previous:
+            signal.signal(sig, signal.SIG_IGN)
 
     def install(self) -> bool:
         """Install the handlers; returns False outside the main thread (nothing installed)."""

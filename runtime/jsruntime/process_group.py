@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -45,6 +46,8 @@ def _store(env: DistEnv, timeout: timedelta) -> dist.Store:
     each attempt fresh keys, so no torchrun flag or variable is needed for restarts.
     """
     if env.world_size == 1 and not env.launched:
+        # DCP's process-mode helper rendezvouses on MASTER_ADDR (else the host's FQDN).
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         return dist.HashStore()
     assert env.master_addr is not None and env.master_port is not None
     if env.use_agent_store:

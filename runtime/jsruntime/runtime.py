@@ -7,7 +7,8 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable, ContextManager, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, ContextManager
 
 import torch
 import torch.distributed as dist
@@ -42,7 +43,8 @@ class Runtime:
             )
         self._last_step = 0
         self._finished = False
-        strategy.check(self.strategy, env.dist, device)
+        self._optimizers: Sequence[torch.optim.Optimizer] = ()
+        self.metrics.start_window(time.perf_counter())
 
     # ---- properties ------------------------------------------------------------------
     @property
@@ -126,7 +128,7 @@ class Runtime:
         """
         now = time.perf_counter()
         self._last_step = step
-        if lr is None and getattr(self, "_optimizers", ()):
+        if lr is None and self._optimizers:
             lr = self._optimizers[0].param_groups[0].get("lr")
         if isinstance(loss, torch.Tensor):
             loss = float(loss.detach().float().item())

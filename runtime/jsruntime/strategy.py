@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
-from typing import Callable, ContextManager
+from collections.abc import Callable
+from typing import ContextManager
 
 import torch
 import torch.distributed as dist
@@ -93,7 +94,12 @@ def _fsdp(
     shard_units: Callable[[nn.Module], list[nn.Module]] | None,
 ) -> nn.Module:
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
+    from torch.distributed.fsdp import (
+        CPUOffloadPolicy,
+        MixedPrecisionPolicy,
+        OffloadPolicy,
+        fully_shard,
+    )
 
     if strategy.sharding_strategy == "HYBRID_SHARD":
         nodes = env.world_size // env.local_world_size

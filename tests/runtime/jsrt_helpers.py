@@ -10,9 +10,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart" / "train.py"
@@ -95,11 +96,12 @@ class Job:
         return rc
 
     def kill(self) -> None:
-        """SIGKILL the whole process group this job started (launcher and workers)."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """SIGKILL this job's process and all its descendants (torchrun puts workers in new sessions)."""
+        for pid in [self.proc.pid, *descendants(self.proc.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.proc.wait(timeout=30)
 
     def tail(self) -> str:
@@ -142,10 +144,20 @@ def parse(lines: list[str]) -> list[dict[str, Any]]:
 
 def children(pid: int) -> list[int]:
     kids: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
-        kids.extend(int(t) for t in text)
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            kids.extend(int(t) for t in (task / "children").read_text().split())
+    except OSError:
+        pass
     return kids
+
+
+def descendants(pid: int) -> list[int]:
+    out: list[int] = []
+    for kid in children(pid):
+        out.append(kid)
+        out.extend(descendants(kid))
+    return out
 
 
 def load_checkpoint(step_dir: Path, scratch: Path) -> dict[str, Any]:

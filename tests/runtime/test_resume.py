@@ -17,13 +17,25 @@ import jsrt_helpers as h
 STEPS = 300
 
 
-def test_kill_a_worker_then_resume_bit_exact(tmp_path):
+COMMON = dict(JETSTREAM_SAVE_FREQUENCY="50steps", JETSTREAM_KEEP_LATEST="2", JETSTREAM_CHECKPOINT_MODE="thread")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The uninterrupted run: its metric lines and its directory."""
+    out = tmp_path_factory.mktemp("ref")
+    env = h.job_env(out / "ckpt", **COMMON)
+    job = h.run(h.torchrun(2, h.QUICKSTART, "--steps", str(STEPS), "--output-dir", str(out)), env, out, "ref", timeout=120)
+    return job, out
+
+
+# The runtime builds its process group on a PrefixStore per restart, so restarts work with
+# torchrun's shared rendezvous store (the default) and with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1.
+@pytest.mark.parametrize("disable_shared_store", ["0", "1"])
+def test_kill_a_worker_then_resume_bit_exact(tmp_path, reference, disable_shared_store):
+    ref, ref_dir = reference
     args = ("--steps", str(STEPS), "--output-dir")
-    common = dict(JETSTREAM_SAVE_FREQUENCY="50steps", JETSTREAM_KEEP_LATEST="2", JETSTREAM_CHECKPOINT_MODE="thread")
-
-    ref_env = h.job_env(tmp_path / "ref" / "ckpt", **common)
-    ref = h.run(h.torchrun(2, h.QUICKSTART, *args, str(tmp_path / "ref")), ref_env, tmp_path, "ref", timeout=120)
-
+    common = dict(COMMON, TORCH_DISABLE_SHARE_RDZV_TCP_STORE=disable_shared_store)
     env = h.job_env(tmp_path / "killed" / "ckpt", **common)
     job = h.start(h.torchrun(2, h.QUICKSTART, *args, str(tmp_path / "killed"), max_restarts=1), env, tmp_path, "killed")
     try:
@@ -51,7 +63,7 @@ def test_kill_a_worker_then_resume_bit_exact(tmp_path):
         assert r["loss"] == ref_loss[r["step"]], f"step {r['step']}: {r['loss']} != {ref_loss[r['step']]}"
 
     # final parameters and optimizer state are bitwise identical
-    a = h.load_checkpoint(tmp_path / "ref" / "ckpt" / f"step-{STEPS:08d}", tmp_path)
+    a = h.load_checkpoint(ref_dir / "ckpt" / f"step-{STEPS:08d}", tmp_path)
     b = h.load_checkpoint(tmp_path / "killed" / "ckpt" / f"step-{STEPS:08d}", tmp_path)
     h.assert_same_tensors(a["model"], b["model"])
-    assert (tmp_path / "killed" / "final.json").read_text() == (tmp_path / "ref" / "final.json").read_text()
+    assert (tmp_path / "killed" / "final.json").read_text() == (ref_dir / "final.json").read_text()

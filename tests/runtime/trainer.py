@@ -12,10 +12,9 @@ import importlib.util
 import time
 from pathlib import Path
 
+import jsruntime
 import torch
 from torch import nn
-
-import jsruntime
 
 _QS = Path(__file__).resolve().parents[2] / "examples" / "quickstart" / "train.py"
 _spec = importlib.util.spec_from_file_location("quickstart_train", _QS)
@@ -25,7 +24,10 @@ _spec.loader.exec_module(qs)
 
 
 def full_model_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+    )
 
     return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
 
