@@ -70,7 +70,7 @@ class SlurmProvider(Provider):
     def render(self, job: JobContext, facts: Facts | None) -> RenderedArtifact:
         settings = self.settings_for(job, facts)
         ctx = script.context(job, settings)
-        text = render_template(script.TEMPLATE, **ctx)
+        text, script_hash = script.seal(render_template(script.TEMPLATE, **ctx))
         c: script.Container = ctx["container"]
         notes = []
         if c.runtime == "none":
@@ -98,7 +98,7 @@ class SlurmProvider(Provider):
             "partition": job.placement.pool,
             "nodes": job.placement.nodes,
             "gpus_per_node": job.placement.gpus_per_node,
-            "comment": script.comment(job.address, job.generation),
+            "comment": script.comment(job.address, job.generation, script_hash),
             "log_dir": ctx["log_root"],
             "log_file": ctx["log_file"],
             "workdir": ctx["workdir"],

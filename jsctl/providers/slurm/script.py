@@ -7,6 +7,7 @@ Values reach the script in two dialects, each quoted for its reader:
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -47,13 +48,24 @@ def format_mem(n: int) -> str:
     return f"{-(-n // 2**20)}M"
 
 
-def comment(address: str, generation: int) -> str:
-    return f"{COMMENT_PREFIX}{address}@{generation}"
+HASH_SENTINEL = "@@script-hash@@"
 
 
-def parse_comment(text: str | None) -> tuple[str, int] | None:
-    m = re.fullmatch(r"jsctl:(\S+)@(\d+)", (text or "").strip())
-    return (m.group(1), int(m.group(2))) if m else None
+def comment(address: str, generation: int, script_hash: str = HASH_SENTINEL) -> str:
+    """`jsctl:<address>@<generation>:<hash>`: refresh and adopt find jsctl's jobs by it; the hash (of the
+    script without it) makes adopt take only a job submitted from exactly this script."""
+    return f"{COMMENT_PREFIX}{address}@{generation}:{script_hash}"
+
+
+def seal(text: str) -> tuple[str, str]:
+    """Put the script's own hash into its --comment line: (text, comment hash)."""
+    digest = hashlib.sha256(text.replace(HASH_SENTINEL, "").encode()).hexdigest()[:12]
+    return text.replace(HASH_SENTINEL, digest), digest
+
+
+def parse_comment(text: str | None) -> tuple[str, int, str] | None:
+    m = re.fullmatch(r"jsctl:(\S+)@(\d+):([0-9a-f]+)", (text or "").strip())
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else None
 
 
 @dataclass(frozen=True)
