@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
@@ -91,36 +91,20 @@ def make_plan(inp: PlanInputs) -> Plan:
                                           record.get("job_id"), record.get("generation"), record.get("provider"),
                                           record.get("cluster"), before=record,
                                           drift=_drift(record, inp.live.get(address))))
-    costs = _costs(changes, inp)
     budget = inp.max_cost if inp.max_cost is not None else inp.workspace.budget
-    totals = cost.plan_cost([c.cost for c in costs if c.cost and c.action != "delete"],
-                            {c.address: _prior_price(c) for c in costs
+    totals = cost.plan_cost([c.cost for c in changes if c.cost and c.action != "delete"],
+                            {c.address: _prior_price(c) for c in changes
                              if c.action in ("update", "replace", "delete") and _prior_price(c) is not None},
                             budget)
     if budget is not None and not totals.within_budget:
         raise PlanError(cost.format_budget(totals).removeprefix("Error: "),
                         hint="raise --max-cost or budget:, shorten time_limit, or choose cheaper resources")
-    return Plan(tuple(costs), state.serial, state.lineage, inp.state_exists, inp.files,
+    return Plan(tuple(changes), state.serial, state.lineage, inp.state_exists, inp.files,
                 inp.workspace.file, inp.destroy, cost=totals)
 
 
 def _prior_price(c: ResourceChange) -> float | None:
     return ((c.before or {}).get("cost_basis") or {}).get("price_per_hour")
-
-
-def _costs(changes: list[ResourceChange], inp: PlanInputs) -> list[ResourceChange]:
-    out = []
-    for c in changes:
-        if c.action == "delete" or not c.spec:
-            out.append(c)
-            continue
-        spec = inp.sources.by_address()[c.address]
-        from jsctl.config.spec import build
-
-        estimate = cost.estimate(c.address, build(c.spec, c.file or spec.doc.path), c.placement, inp.duration_s,
-                                 prior_price_per_hour=_prior_price(c))
-        out.append(replace(c, cost=estimate, run_bound=estimate.worst))
-    return out
 
 
 def _infeasible_text(change: ResourceChange) -> str:
@@ -170,6 +154,8 @@ def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInpu
             spec, result, ctx, artifact, advice = built
             fields = tuple(field_changes(prior.get("spec") or {}, spec.document))
     p = result.placement
+    estimate = cost.estimate(source.address, spec, p, inp.duration_s,
+                             prior_price_per_hour=((prior or {}).get("cost_basis") or {}).get("price_per_hour"))
     return ResourceChange(
         address=source.address, name=source.name, action=action, reasons=tuple(reasons),
         job_id=ctx.job_id if ctx else job_id(source.name, source.address, generation),
@@ -178,7 +164,7 @@ def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInpu
         spec=spec.document, file=spec.file, before=prior, fields=fields, depends_on=source.depends_on,
         strategy=advice.to_env() if advice else {}, strategy_text=advice.describe() if advice else "",
         secrets=spec.environment.secrets, outputs=output_paths(spec), drift=drift,
-        price_per_hour=p.price_per_hour if p else None)
+        price_per_hour=p.price_per_hour if p else None, cost=estimate, run_bound=estimate.worst)
 
 
 def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInputs,
