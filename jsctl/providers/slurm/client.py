@@ -30,14 +30,19 @@ class SlurmClient(ProviderClient):
     # ---- planning ---------------------------------------------------------------------------------
     def probe(self) -> Facts:
         sinfo = self.runner.run(["sinfo", "--json"], timeout_s=30)
-        if not sinfo.ok or '"nodes"' not in sinfo.stdout:
+        if not sinfo.ok and "json" not in sinfo.stderr.lower() and "unrecognized" not in sinfo.stderr:
+            raise ProviderError(f"sinfo failed: {sinfo.error()}")  # the controller, not the option
+        try:
+            doc = json.loads(sinfo.stdout) if sinfo.ok else {}
+        except ValueError:
+            doc = {}
+        if doc.get("errors") and not doc.get("nodes"):  # 22.05 answers rc 0 when slurmctld is down
+            raise ProviderError("sinfo failed: " + "; ".join(str(e.get("error", e)) for e in doc["errors"]),
+                                hint="is slurmctld up, and SLURM_CONF (or access.slurm_conf) the right cluster?")
+        if not sinfo.ok or "nodes" not in doc:  # a Slurm without (this) JSON output
             sinfo = self.runner.check(["sinfo", "-h", "-N", "-o", inventory.SINFO_TEXT_FORMAT], timeout_s=30)
         parts = self.runner.check(["scontrol", "-o", "show", "partition"], timeout_s=30)
-        version = None
-        try:
-            version = json.loads(sinfo.stdout)["meta"]["Slurm"]["release"]
-        except (ValueError, KeyError, TypeError):
-            pass
+        version = ((doc.get("meta") or {}).get("Slurm") or {}).get("release")
         facts = inventory.facts_from_probe(self.cluster.name, sinfo.stdout, parts.stdout, version)
         settings = json.loads(json.dumps(dict(self.cluster.settings), default=str))
         return Facts(facts.cluster, {**facts.data, "cluster_settings": settings}, facts.warnings)
@@ -249,9 +254,15 @@ class SlurmClient(ProviderClient):
             raise ProviderError(f"{handle} is {live.phase} ({live.engine_state}): only pending or running jobs pause")
 
     def resume(self, handle: JobHandle) -> None:
-        """Suspended: `scontrol resume`; held: `scontrol release`; requeued and waiting for its begin
-        time (Slurm delays a requeued job): start it now."""
+        """Suspended: `scontrol resume`; held: `scontrol release`; requeued (preempted) and waiting for its
+        begin time (Slurm holds a requeued job back for AuthInfo cred_expire, 120 s by default): start it
+        in 2 s. Not sooner: a launch in the same second as the requeue's kill finds the job's credential
+        revoked, and the job fails."""
         job, live = self._live_job(handle)
+        deadline = time.monotonic() + 30
+        while live.engine_state == "COMPLETING" and live.restarts and time.monotonic() < deadline:
+            time.sleep(0.5)  # the requeue is still stopping the previous run
+            job, live = self._live_job(handle)
         word = live.engine_state
         reason = job.get("state_reason")
         if word in ("SUSPENDED", "STOPPED"):
@@ -259,8 +270,8 @@ class SlurmClient(ProviderClient):
         elif live.phase == "PAUSED" or reason in ("JobHeldUser", "JobHeldAdmin"):
             self._scontrol(["release", handle.id])
         elif live.phase == "PENDING" and reason == "BeginTime":
-            self._scontrol(["update", f"JobId={handle.id}", "StartTime=now"])
-        elif live.phase in ("RUNNING", "PENDING"):
+            self._scontrol(["update", f"JobId={handle.id}", "StartTime=now+2"])
+        elif live.phase in ("RUNNING", "PENDING", "PREEMPTED"):
             return
         else:
             raise ProviderError(f"{handle} is {live.phase} ({word}): nothing to resume")

@@ -179,9 +179,9 @@ def _offer(settings: SlurmSettings, p: Mapping[str, Any], facts: Facts | None) -
             if max_nodes is not None:
                 notes.append(f"only {len(usable)} of {max_nodes} nodes usable now")
             max_nodes = len(usable)
-    elif facts is not None and (facts.data.get("partitions") or None) is not None:
-        available = False
-        notes.append("the cluster has no such partition")
+    elif facts is not None and facts.data.get("partitions"):
+        # advisory only: the probe may have reached another cluster (SLURM_CONF), sbatch will tell
+        notes.append("the probed cluster lists no such partition")
     max_time = p.get("max_time")
     if max_time is not None:
         max_time_s = None if str(max_time).upper() in ("INFINITE", "UNLIMITED") else parse_duration(str(max_time))

@@ -13,8 +13,6 @@ from jsctl.providers.slurm.settings import SlurmSettings
 from jsctl.render import render as render_template
 
 SBATCH_LINE = re.compile(r"^#SBATCH --([a-z-]+)(?:=(.*))?$", re.M)
-# Options Slurm can change on a pending job; everything else needs a new job.
-IN_PLACE: frozenset[str] = frozenset()
 
 
 class SlurmProvider(Provider):
@@ -163,7 +161,10 @@ def _option_changes(prior_artifact: Any, artifact: RenderedArtifact) -> list[str
         if old.get(key) != new.get(key):
             reasons.append(f"--{key}: {old.get(key, '(none)') or '(set)'} → {new.get(key, '(none)') or '(set)'} "
                            "(forces replacement)")
-    body = lambda t: "\n".join(l for l in t.splitlines() if not l.startswith("#"))  # noqa: E731
-    if body(old_text) != body(new_text):
+    if _body(old_text) != _body(new_text):
         reasons.append("script body changed (forces replacement)")
     return reasons
+
+
+def _body(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("#"))

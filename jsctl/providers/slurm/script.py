@@ -143,7 +143,7 @@ def sbatch_options(ctx: JobContext, settings: SlurmSettings, log_file: str, chec
     opts += [f"--output={sbatch_value(log_file)}", f"--error={sbatch_value(log_file)}", "--open-mode=append"]
     if workdir:
         opts.append(f"--chdir={sbatch_value(workdir)}")
-    if checkpoints or spec.recovery.max_restarts:
+    if checkpoints:
         opts.append("--requeue")
     if checkpoints:
         opts.append(f"--signal=B:USR1@{settings.signal_grace_s}")

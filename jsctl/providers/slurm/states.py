@@ -93,7 +93,7 @@ def describe(state: str, reason: str | None, dependency: str | None = None,
     elif reason in HELD_REASONS:
         parts.append("held (jsctl resume releases it)")
     elif reason == "BeginTime" and restarts:
-        parts.append("requeued; waits for its begin time (jsctl resume starts it now)")
+        parts.append("requeued; waits for its begin time (jsctl resume starts it sooner)")
     elif reason:
         parts.append(reason)
     if word == "TIMEOUT":

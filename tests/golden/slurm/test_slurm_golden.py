@@ -1,0 +1,64 @@
+"""Golden batch scripts: the seed's finetune-llama.yaml (4 nodes × 8 A100-80GB on the partition in
+jsctl.yaml beside this file) with each container runtime, and the seed's pipeline.
+
+Rewrite with `pytest tests/golden --update-golden` and review the diff."""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from jsctl.config import workspace
+from jsctl.config.variables import Variables
+from jsctl.plan.planner import PlanInputs, make_plan
+from jsctl.plan.resolve import load_sources
+from jsctl.state.document import State
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
+
+
+def changes(tmp_path, example: str, runtime: str):
+    text = open(os.path.join(HERE, "jsctl.yaml")).read()
+    text = re.sub(r"container_runtime: \w+", f"container_runtime: {runtime}", text)
+    (tmp_path / "jsctl.yaml").write_text(text)
+    ws = workspace.load(str(tmp_path / "jsctl.yaml"))
+    path = os.path.join(EXAMPLES, example)
+    sources, diags = load_sources([path], Variables({}))
+    assert not diags
+    return make_plan(PlanInputs(sources, State(), ws, {}, {}, (), False, False, (path,))).changes
+
+
+def check(name: str, text: str, update: bool) -> None:
+    path = os.path.join(HERE, name)
+    if update:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
+    assert os.path.exists(path), f"{name} is missing: run pytest tests/golden --update-golden"
+    with open(path, encoding="utf-8") as fh:
+        assert text == fh.read(), f"{name} differs from the golden file (pytest tests/golden --update-golden)"
+
+
+def describe(c) -> str:
+    a = c.artifact
+    return json.dumps({"address": c.address, "placement": c.placement.describe(), "summary": a.summary,
+                       "notes": list(a.notes), "request": dict(a.request)}, indent=2, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("runtime", ["pyxis", "apptainer", "none"])
+def test_finetune_llama(tmp_path, runtime, update_golden):
+    (c,) = changes(tmp_path, "finetune-llama.yaml", runtime)
+    assert (c.placement.nodes, c.placement.gpus_per_node, c.placement.gpu_type) == (4, 8, "a100-80gb")
+    check(f"finetune-llama.{runtime}.sbatch", c.artifact.files[0][1], update_golden)
+    check(f"finetune-llama.{runtime}.json", describe(c), update_golden)
+
+
+def test_pipeline(tmp_path, update_golden):
+    found = changes(tmp_path, "pipeline.yaml", "pyxis")
+    assert [c.name for c in found] == ["data-prep", "fine-tune", "evaluate"]
+    for c in found:
+        check(f"pipeline.{c.name}.sbatch", c.artifact.files[0][1], update_golden)
+        check(f"pipeline.{c.name}.json", describe(c), update_golden)

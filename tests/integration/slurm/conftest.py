@@ -1,0 +1,83 @@
+"""The real Slurm cluster scripts/slurm-up.sh starts (SLURM_CONF). Without one these tests skip
+with the reason; with JSCTL_REQUIRE_SLURM=1 (CI) they fail instead."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from slurmit import DEFAULT_CONF, EXAMPLES, inventory, wait_for
+
+
+def _unreachable() -> str | None:
+    conf = os.environ.get("SLURM_CONF") or (str(DEFAULT_CONF) if DEFAULT_CONF.exists() else None)
+    if shutil.which("sinfo") is None:
+        return "Slurm's commands are not installed (run: bash scripts/slurm-up.sh up)"
+    if not conf or not os.path.exists(conf):
+        return "SLURM_CONF is not set to a slurm.conf (run: bash scripts/slurm-up.sh up)"
+    os.environ["SLURM_CONF"] = conf
+    try:
+        res = subprocess.run(["sinfo", "-h", "-o", "%a"], capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return f"slurmctld of {conf} does not answer"
+    if res.returncode != 0:
+        return f"slurmctld of {conf} is not reachable: {res.stderr.strip()}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def slurm() -> str:
+    reason = _unreachable()
+    if reason:
+        if os.environ.get("JSCTL_REQUIRE_SLURM") == "1":
+            pytest.fail(f"JSCTL_REQUIRE_SLURM=1 but {reason}")
+        pytest.skip(reason)
+    return os.environ["SLURM_CONF"]
+
+
+@pytest.fixture
+def submitted() -> list[str]:
+    """Slurm job ids a test submitted without jsctl's state; cancelled afterwards (see ws)."""
+    return []
+
+
+@pytest.fixture
+def ws(slurm, tmp_path, monkeypatch, submitted):
+    """A workspace on the CI cluster in tmp_path, with the example jobs copied in; every job it
+    submitted is cancelled afterwards."""
+    for f in EXAMPLES.glob("*.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "jsctl.yaml").write_text(inventory(tmp_path / "shared"))
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+    state = tmp_path / ".jsctl" / "state.json"
+    if state.exists():
+        for record in json.loads(state.read_text()).get("resources", {}).values():
+            if (record.get("handle") or "").startswith("slurm://"):
+                submitted.append(record["handle"].rsplit("/", 1)[1])
+    if submitted:
+        subprocess.run(["scancel", *submitted], capture_output=True)
+
+
+@pytest.fixture
+def status(jsctl):
+    """Jobs by name from `jsctl status --json`."""
+    def _status() -> dict[str, dict]:
+        code, out, err = jsctl("status", "--json")
+        assert code == 0, err
+        return {j["name"]: j for j in json.loads(out)["jobs"]}
+    return _status
+
+
+@pytest.fixture
+def wait_done(status):
+    def _wait(names: list[str], timeout: float = 120) -> dict[str, dict]:
+        def done():
+            s = status()
+            return s if all(s.get(n, {}).get("phase") in ("SUCCEEDED", "FAILED", "CANCELLED") for n in names) \
+                else None
+        return wait_for(done, timeout, what=f"{', '.join(names)} to finish")
+    return _wait
