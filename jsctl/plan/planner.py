@@ -184,11 +184,11 @@ def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInp
     if result.placement is None:
         return spec, result, None, None, None
     advice = advise(spec, result.placement)
+    cluster = inp.workspace.cluster(result.placement.cluster)
     ctx = JobContext(source.address, job_id(source.name, source.address, generation), generation, spec,
                      result.placement, source.depends_on, advice.to_env(),
-                     os.path.dirname(os.path.abspath(spec.file)))
+                     os.path.dirname(os.path.abspath(spec.file)), cluster)
     provider = registry.get(result.placement.provider)
-    cluster = inp.workspace.cluster(result.placement.cluster)
     facts = inp.facts.get(cluster.name) if cluster else None
     problems = provider.validate(ctx, facts)
     diags.extend(d for d in problems if d.severity == "error")

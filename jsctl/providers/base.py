@@ -105,6 +105,7 @@ class JobContext:
     depends_on: tuple[str, ...] = ()  # addresses this job waits for
     strategy: Mapping[str, Any] = field(default_factory=dict)  # JETSTREAM_STRATEGY
     workdir: str = "."  # directory of the job file: relative paths in commands resolve here
+    cluster: Cluster | None = None  # the inventory entry of placement.cluster, with its settings
 
 
 @dataclass(frozen=True)

@@ -23,18 +23,16 @@ class SlurmProvider(Provider):
                             dependencies=True)
 
     def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
-        _clusters[cluster.name] = cluster
         return inventory.offers(SlurmSettings.of(cluster), facts)
 
     def settings_for(self, job: JobContext, facts: Facts | None) -> SlurmSettings:
-        """The cluster's settings, for render and validate, whose interface names the cluster only.
-
-        They travel in the probed facts (`cluster_settings`); without facts, the cluster last given
-        to `offers` or `client` in this process (planning always asks for offers first).
-        """
+        """The cluster's settings: the inventory entry the planner put in the context, else the
+        settings a probe carried, else none (defaults)."""
+        if job.cluster is not None:
+            return SlurmSettings.of(job.cluster)
         if facts is not None and "cluster_settings" in facts.data:
             return SlurmSettings.of(Cluster(job.placement.cluster, "slurm", facts.data["cluster_settings"]))
-        return SlurmSettings.of(_clusters.get(job.placement.cluster, Cluster(job.placement.cluster, "slurm", {})))
+        return SlurmSettings.of(Cluster(job.placement.cluster, "slurm", {}))
 
     def validate(self, job: JobContext, facts: Facts | None) -> list[Diagnostic]:
         out: list[Diagnostic] = []
@@ -126,11 +124,7 @@ class SlurmProvider(Provider):
     def client(self, cluster: Cluster, workspace_dir: str) -> ProviderClient:
         from jsctl.providers.slurm.client import SlurmClient
 
-        _clusters[cluster.name] = cluster
         return SlurmClient(cluster, workspace_dir)
-
-
-_clusters: dict[str, Cluster] = {}  # by name: see SlurmProvider.settings_for
 
 
 def _qos(settings: SlurmSettings, partition: str, priority: str) -> str | None:
