@@ -155,7 +155,28 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws=None, targets: 
         raise
     from dataclasses import replace
 
-    return replace(result, refreshed=refreshed)
+    warnings = tuple(f"{name}: {w}" for name, f in sorted(facts.items()) for w in f.warnings)
+    return replace(result, refreshed=refreshed, warnings=warnings)
+
+
+def check_remote(the_plan, ws):
+    """Ask each engine whether it would run the planned jobs (`sbatch --test-only`) and when."""
+    from dataclasses import replace
+
+    from jsctl.apply import Clients
+    from jsctl.errors import JsctlError
+    from jsctl.providers import registry
+
+    clients = Clients(ws)
+    changes = []
+    for c in the_plan.changes:
+        if c.action in ("create", "replace") and c.artifact and registry.get(c.provider).capabilities().check_remote:
+            try:
+                c = replace(c, scheduler=clients.get(c.cluster).check(c.artifact))
+            except JsctlError as exc:
+                c = replace(c, scheduler=exc.message, refused=True)
+        changes.append(c)
+    return replace(the_plan, changes=tuple(changes))
 
 
 def apply(the_plan, ws, echo, poll_s: float = 1.0):

@@ -1,5 +1,4 @@
 import os
-import sys
 
 import pytest
 
@@ -31,3 +30,15 @@ def jsctl():
         result = runner.invoke(cli, list(args), input=input, env=env, catch_exceptions=False)
         return result.exit_code, result.stdout, result.stderr
     return _run
+
+
+# Golden files: `pytest --update-golden` (or JSCTL_UPDATE_GOLDEN=1) rewrites them; review the diff like code.
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite golden files from the current output instead of comparing")
+
+
+@pytest.fixture
+def update_golden(request) -> bool:
+    return bool(request.config.getoption("--update-golden", default=False)) or \
+        os.environ.get("JSCTL_UPDATE_GOLDEN") == "1"

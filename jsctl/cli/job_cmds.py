@@ -183,7 +183,7 @@ def stop(job, lock_timeout, workspace_file) -> None:
     Example: jsctl stop quickstart
     """
     _control(job, lock_timeout, workspace_file, "stop", "cancel", "Stopped", phase="CANCELLED",
-             reason="stopped by jsctl stop")
+             reason="stopped by jsctl stop", stopped_by_jsctl=True)
 
 
 @click.command()

@@ -42,9 +42,11 @@ def _variables(cli_vars, var_files):
 @click.option("--max-cost", type=float, default=None, metavar="DOLLARS",
               help="Fail (exit 1) when a job's run bound, or the plan's, is over this (else budget: in jsctl.yaml).")
 @click.option("--duration", default=None, metavar="DURATION", help="Price runs for this long instead of time_limit.")
+@click.option("--check-remote", is_flag=True,
+              help="Ask each scheduler whether and when it would start the jobs (Slurm: sbatch --test-only).")
 @workspace_option
 def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitcode, destroy, show_artifacts,
-         max_cost, duration, workspace_file) -> None:
+         max_cost, duration, check_remote, workspace_file) -> None:
     """Show what apply would do: placement, strategy, cost, artifacts, as a diff against state.
 
     Example: jsctl plan -f examples/quickstart.yaml -out plan.json
@@ -57,6 +59,8 @@ def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitco
     ws = api.open_workspace(workspace_file)
     the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, destroy, echo=echo_err,
                         duration_s=_seconds(duration, "--duration"), max_cost=max_cost)
+    if check_remote:
+        the_plan = api.check_remote(the_plan, ws)
     if as_json or fmt == "json":
         click.echo(json.dumps(output.to_json(the_plan), indent=2, sort_keys=True))
     elif fmt == "markdown":
@@ -67,6 +71,10 @@ def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitco
         planfile.save(the_plan, out)
         if not (as_json or fmt == "json"):
             click.echo(f"\nSaved the plan to: {out} — apply exactly this with: jsctl apply {out}")
+    refused = [c.address for c in the_plan.changes if c.refused]
+    if refused:
+        echo_err(f"Error: the scheduler would not run {', '.join(refused)} (see 'scheduler' above)")
+        sys.exit(1)
     if detailed_exitcode and the_plan.has_changes:
         sys.exit(2)
 

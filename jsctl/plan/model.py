@@ -41,6 +41,8 @@ class ResourceChange:
     price_per_hour: float | None = None
     run_bound: float | None = None
     cost: CostEstimate | None = None
+    scheduler: str | None = None  # --check-remote: the engine's answer (start estimate, or why not)
+    refused: bool = False  # --check-remote: the engine says it cannot run this job
 
 
 @dataclass(frozen=True)

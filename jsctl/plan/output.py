@@ -67,7 +67,12 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
         for name, path in c.outputs.items():
             out.append(f"      {mark} output      = {name} → {path}")
         if c.depends_on:
-            out.append(f"      {mark} depends_on  = {', '.join(c.depends_on)}")
+            deps = ", ".join(c.depends_on)
+            how = " (Slurm --dependency=afterok on their job ids, --kill-on-invalid-dep=yes)" \
+                if c.provider == "slurm" else " (apply submits it when they have succeeded)"
+            out.append(f"      {mark} depends_on  = {deps}{how}")
+        if c.scheduler:
+            out.append(f"      {mark} scheduler   = {'REFUSED: ' if c.refused else ''}{c.scheduler}")
         if c.secrets:
             out.append(f"      {mark} secrets     = {', '.join(c.secrets)} (read from your environment at apply)")
         lines = sum(content.count("\n") for _, content in c.artifact.files)
@@ -88,6 +93,9 @@ def render_text(plan: Plan, show_artifacts: bool = False, show_candidates: bool 
     out: list[str] = []
     if plan.refreshed:
         out += [plan.refreshed, ""]
+    out += [f"Warning: {w}" for w in plan.warnings]
+    if plan.warnings:
+        out.append("")
     drift = [c for c in plan.changes if c.drift]
     if drift:
         out.append("Note: Objects have changed outside of jsctl")
@@ -156,12 +164,13 @@ def to_json(plan: Plan) -> dict:
                        "reasons": list(c.reasons),
                        "fields": [{"path": f.path, "before": f.before, "after": f.after} for f in c.fields]},
             "candidates": [candidate_dict(x) for x in c.candidates],
-            "drift": c.drift,
+            "drift": c.drift, "scheduler": c.scheduler, "refused": c.refused,
         })
     add, change, destroy = plan.count()
     return {"format_version": JSON_FORMAT_VERSION, "jsctl_version": _version(),
             "prior_state": {"serial": plan.prior_serial, "lineage": plan.prior_lineage, "exists": plan.state_exists},
             "files": list(plan.files), "workspace": plan.workspace, "destroy": plan.destroy,
+            "warnings": list(plan.warnings),
             "resource_changes": changes,
             "summary": {"add": add, "change": change, "destroy": destroy},
             "cost": plan.cost.to_dict() if plan.cost else None}

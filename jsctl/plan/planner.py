@@ -112,14 +112,17 @@ def _infeasible_text(change: ResourceChange) -> str:
 
 
 def _drift(record: dict, live: LiveStatus | None) -> str | None:
-    if live is None:
+    """A job stopped or lost behind jsctl's back (not one that failed on its own, or `jsctl stop`)."""
+    if live is None or live.phase not in ("CANCELLED", "UNKNOWN"):
         return None
-    known = (record.get("status") or {}).get("phase")
-    if live.phase in ("CANCELLED", "FAILED", "UNKNOWN") and known not in (live.phase,) and \
-            (record.get("status") or {}).get("reason") != "stopped by jsctl stop":
-        return f'status = "{known}" -> "{live.phase}" ({record.get("provider")}: {live.engine_state}' + \
-            (f", {live.reason}" if live.reason else "") + ")"
-    return None
+    status = record.get("status") or {}
+    if status.get("stopped_by_jsctl"):
+        return None
+    known = status.get("phase")
+    if known == live.phase:  # `jsctl status` already recorded it: show what it was before
+        known = status.get("previous_phase") or known
+    return f'status = "{known}" -> "{live.phase}" ({record.get("provider")}: {live.engine_state}' + \
+        (f", {live.reason}" if live.reason else "") + ")"
 
 
 def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInputs, offers: list[Offer],

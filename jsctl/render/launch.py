@@ -25,7 +25,8 @@ PYTHONS = frozenset({"python", "python3"})
 LAUNCHER = ("python", "-m", "jsruntime.launch")
 DEFAULT_LAUNCHER_ARGS = ("--nnodes=${JETSTREAM_NNODES}", "--nproc_per_node=${JETSTREAM_GPUS_PER_NODE}",
                          "--rdzv_backend=c10d",
-                         "--rdzv_endpoint=${MASTER_ADDR}:${MASTER_PORT}", "--rdzv_id=${JOB_ID}")
+                         "--rdzv_endpoint=${MASTER_ADDR}:${MASTER_PORT}", "--rdzv_id=${JOB_ID}",
+                         "--shutdown-timeout=120")  # time for a preemption checkpoint before SIGKILL
 
 
 def runtime_names(ctx: JobContext) -> frozenset[str]:

@@ -59,6 +59,7 @@ class State:
         if merged == before:
             return False
         if merged.get("phase") != before.get("phase"):
+            merged["previous_phase"] = before.get("phase")
             event = f"{before.get('phase', '?')} -> {merged.get('phase')}"
             if merged.get("reason"):
                 event += f" ({merged['reason']})"
