@@ -166,48 +166,29 @@ def _record_event(workspace_file, address, lock_timeout, event, **status):
         store.write(state)
 
 
-def _control(job, lock_timeout, workspace_file, verb: str, method: str, past: str, **status) -> None:
-    _, _, address, client, handle = _client_and_handle(workspace_file, job)
-    getattr(client, method)(handle)
-    _record_event(workspace_file, address, lock_timeout, verb, **status)
-    click.echo(f"{past} {address} ({handle}).")
+def _control_command(name: str, method: str, past: str, doc: str, **status):
+    """stop, pause, resume: the provider client acts, then state records what was done."""
+
+    @click.command(name, help=doc)
+    @click.argument("job")
+    @lock_timeout_option
+    @workspace_option
+    def command(job, lock_timeout, workspace_file) -> None:
+        _, _, address, client, handle = _client_and_handle(workspace_file, job)
+        getattr(client, method)(handle)
+        _record_event(workspace_file, address, lock_timeout, name, **status)
+        click.echo(f"{past} {address} ({handle}).")
+
+    return command
 
 
-@click.command()
-@click.argument("job")
-@lock_timeout_option
-@workspace_option
-def stop(job, lock_timeout, workspace_file) -> None:
-    """Cancel a job (idempotent); it stays in state as CANCELLED.
-
-    Example: jsctl stop quickstart
-    """
-    _control(job, lock_timeout, workspace_file, "stop", "cancel", "Stopped", phase="CANCELLED",
-             reason="stopped by jsctl stop", stopped_by_jsctl=True)
-
-
-@click.command()
-@click.argument("job")
-@lock_timeout_option
-@workspace_option
-def pause(job, lock_timeout, workspace_file) -> None:
-    """Pause a running job (Slurm: scontrol suspend; local: SIGSTOP).
-
-    Example: jsctl pause quickstart
-    """
-    _control(job, lock_timeout, workspace_file, "pause", "pause", "Paused", phase="PAUSED")
-
-
-@click.command()
-@click.argument("job")
-@lock_timeout_option
-@workspace_option
-def resume(job, lock_timeout, workspace_file) -> None:
-    """Resume a paused job.
-
-    Example: jsctl resume quickstart
-    """
-    _control(job, lock_timeout, workspace_file, "resume", "resume", "Resumed", phase="RUNNING")
+stop = _control_command("stop", "cancel", "Stopped", "Cancel a job (idempotent); it stays in state as CANCELLED.\n\n"
+                        "Example: jsctl stop quickstart", phase="CANCELLED", reason="stopped by jsctl stop",
+                        stopped_by_jsctl=True)
+pause = _control_command("pause", "pause", "Paused", "Pause a running job (Slurm: scontrol suspend; local: "
+                         "SIGSTOP).\n\nExample: jsctl pause quickstart", phase="PAUSED")
+resume = _control_command("resume", "resume", "Resumed", "Resume a paused job.\n\nExample: jsctl resume quickstart",
+                          phase="RUNNING")
 
 
 @click.command()

@@ -18,6 +18,15 @@ target_option = click.option("--target", "targets", multiple=True, metavar="ADDR
                              help="Plan only this address (and nothing else); repeatable.")
 
 
+def changing_options(command):
+    """The options of the verbs that change what is live (apply, destroy)."""
+    for option in reversed((files_option, var_option, var_file_option, target_option,
+                            click.option("--auto-approve", is_flag=True, help="Do not ask for approval."),
+                            lock_timeout_option, workspace_option)):
+        command = option(command)
+    return command
+
+
 def _variables(cli_vars, var_files):
     from jsctl import api
     from jsctl.errors import ConfigError
@@ -108,13 +117,7 @@ def _run_apply(ws, the_plan, auto_approve: bool, question: str, done: str) -> No
 
 @click.command()
 @click.argument("planfile", required=False, type=click.Path(dir_okay=False))
-@files_option
-@var_option
-@var_file_option
-@target_option
-@click.option("--auto-approve", is_flag=True, help="Do not ask for approval.")
-@lock_timeout_option
-@workspace_option
+@changing_options
 def apply(planfile, files, cli_vars, var_files, targets, auto_approve, lock_timeout, workspace_file) -> None:
     """Submit jobs: apply a saved plan exactly, or plan FILEs and apply after approval.
 
@@ -144,13 +147,7 @@ def apply(planfile, files, cli_vars, var_files, targets, auto_approve, lock_time
 
 
 @click.command()
-@files_option
-@var_option
-@var_file_option
-@target_option
-@click.option("--auto-approve", is_flag=True, help="Do not ask for approval.")
-@lock_timeout_option
-@workspace_option
+@changing_options
 def destroy(files, cli_vars, var_files, targets, auto_approve, lock_timeout, workspace_file) -> None:
     """Stop and forget every job of these files.
 

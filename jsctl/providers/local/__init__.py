@@ -5,7 +5,6 @@ import json
 import os
 from typing import Any, Mapping
 
-from jsctl.config.diagnostics import Diagnostic
 from jsctl.plan.diff import field_changes
 from jsctl.providers.base import (Capabilities, Change, Cluster, Facts, JobContext, LiveStatus, Offer, Provider,
                                   RenderedArtifact)
@@ -30,9 +29,6 @@ class LocalProvider(Provider):
                       memory_per_node=memory * 64, interconnect="loopback", nvlink=True, max_time_s=None,
                       node_hour_price=0.0, capacities=("on-demand", "spot", "backfill"),
                       note="GPUs are emulated as CPU worker processes")]
-
-    def validate(self, job: JobContext, facts: Facts | None) -> list[Diagnostic]:
-        return []
 
     def render(self, job: JobContext, facts: Facts | None) -> RenderedArtifact:
         spec = job.spec
