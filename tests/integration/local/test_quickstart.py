@@ -65,3 +65,27 @@ def test_killed_worker_resumes_from_checkpoint(quickstart):
     events = [json.loads(line) for line in log.splitlines() if line.startswith('{"jetstream": "event"')]
     resumed = [e for e in events if e.get("event") in ("restore", "restored", "resume", "resumed")]
     assert resumed and resumed[0]["step"] > 0, [e.get("event") for e in events]
+
+
+def test_preemption_signal_requeues_and_resumes_exactly(quickstart):
+    """SIGUSR1 to the running job (what Slurm's --signal sends): checkpoint, exit 75, requeue, resume;
+    the result equals an uninterrupted run's."""
+    text = (quickstart / "quickstart.yaml").read_text()
+    (quickstart / "plain.yaml").write_text(text.replace("name: quickstart", "name: plain"))
+    assert run_cli("apply", "-f", "plain.yaml", "--auto-approve", "-v", "STEPS=600")[0] == 0
+    assert wait_phase("plain", timeout=180)["phase"] == "SUCCEEDED"
+    assert run_cli("apply", "-f", "quickstart.yaml", "--auto-approve", "-v", "STEPS=600")[0] == 0
+    job_id = json.loads(run_cli("status", "quickstart", "--json")[1])["jobs"][0]["job_id"]
+    run_dir = quickstart / ".jsctl" / "runs" / job_id
+    deadline = time.time() + 90
+    while time.time() < deadline and not list(quickstart.glob(f"out/{job_id}/checkpoints/step-*")):
+        time.sleep(0.2)
+    launcher = json.loads((run_dir / "status.json").read_text())["child_pgid"]
+    os.kill(launcher, signal.SIGUSR1)
+    row = wait_phase("quickstart", timeout=180)
+    log = run_cli("logs", "quickstart")[1]
+    assert row["phase"] == "SUCCEEDED", log[-3000:]
+    assert "preempted (exit 75)" in log and row["restarts"] >= 1
+    final = lambda name: json.loads(next(quickstart.glob(f"out/js-{name}-*/results/final.json")).read_text())  # noqa: E731
+    assert final("quickstart")["final_train_loss"] == final("plain")["final_train_loss"]
+    assert final("quickstart")["final_loss"] == final("plain")["final_loss"]
