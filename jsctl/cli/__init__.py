@@ -52,6 +52,10 @@ def report(exc: JsctlError) -> None:
     from jsctl.config.diagnostics import format_json, format_text
 
     ctx = click.get_current_context(silent=True)
+    if ctx and (ctx.obj or {}).get("debug"):
+        import traceback
+
+        traceback.print_exc()
     as_json = bool(ctx and (ctx.obj or {}).get("json_errors"))
     if isinstance(exc, ConfigError):
         if as_json:
@@ -66,10 +70,6 @@ def report(exc: JsctlError) -> None:
                 click.echo(f"  {key + ':':<11}{exc.lock_info[key]}", err=True)
     if exc.hint:
         click.echo(f"  {exc.hint}", err=True)
-    if (ctx and (ctx.obj or {}).get("debug")):
-        import traceback
-
-        traceback.print_exc()
 
 
 @click.group(cls=JsctlGroup, epilog=EXAMPLES, context_settings={"help_option_names": ["-h", "--help"]})

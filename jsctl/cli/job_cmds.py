@@ -103,6 +103,9 @@ def describe(job, workspace_file) -> None:
     click.echo(f"Phase:      {row['phase']} (engine: {row['engine_state']})" +
                (f"\nReason:     {row['reason']}" if row["reason"] else ""))
     click.echo(f"Exit code:  {row['exit_code']}   Restarts: {row['restarts']}")
+    when = lambda t: time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) if t else "—"  # noqa: E731
+    click.echo(f"Submitted:  {when(record.get('submitted_at'))}   Started: {when(row['started_at'])}   "
+               f"Ended: {when(row['ended_at'])}")
     p = record.get("placement") or {}
     click.echo(f"Placement:  {p.get('cluster')} / {p.get('pool')} : {p.get('nodes')} × {p.get('gpus_per_node')} "
                f"{p.get('gpu_type') or 'cpu'}")
@@ -193,6 +196,20 @@ resume = _control_command("resume", "resume", "Resumed", "Resume a paused job.\n
 
 @click.command()
 @click.argument("job")
+@click.option("--gpu-count", type=click.IntRange(min=1), required=True, help="GPUs for the job from now on.")
+@workspace_option
+def scale(job, gpu_count, workspace_file) -> None:
+    """Change a running job's GPU count, where its provider can (else: edit gpu.count and apply).
+
+    Example: jsctl scale quickstart --gpu-count 4
+    """
+    _, _, address, client, handle = _client_and_handle(workspace_file, job)
+    client.scale(handle, gpu_count)
+    click.echo(f"Scaling {address} ({handle}) to {gpu_count} GPUs.")
+
+
+@click.command()
+@click.argument("job")
 @click.option("--detail", is_flag=True, help="Averages and every metric.")
 @workspace_option
 def metrics(job, detail, workspace_file) -> None:
@@ -207,4 +224,4 @@ def metrics(job, detail, workspace_file) -> None:
     click.echo(render_metrics(summary, detail=detail))
 
 
-COMMANDS = (status, describe, logs, stop, pause, resume, metrics)
+COMMANDS = (status, describe, logs, stop, pause, resume, scale, metrics)

@@ -262,4 +262,7 @@ class ProviderClient(ABC):
         raise CapabilityError(f"provider {self.provider} cannot resume jobs")
 
     def scale(self, handle: JobHandle, gpus: int) -> None:
-        raise CapabilityError(f"provider {self.provider} cannot scale running jobs; change gpu.count and apply")
+        raise CapabilityError(f"provider {self.provider} cannot scale a running job",
+                              hint="change compute.resources.gpu.count in the job file and run jsctl apply: the "
+                                   "job is replaced and, with checkpoints, resumes on the new shape (jsruntime "
+                                   "reshards)")

@@ -113,6 +113,9 @@ def test_json_diagnostics(jsctl, write):
     assert (d["line"], d["col"], d["severity"]) == (8, 14, "error")
 
 
-def test_debug_shows_traceback_only_for_bugs(jsctl, write):
-    code, _, err = jsctl("--debug", "validate", write("job.yaml", GOOD.replace("count: 2", "count: x")))
+def test_debug_shows_a_traceback(jsctl, write):
+    path = write("job.yaml", GOOD.replace("count: 2", "count: x"))
+    code, _, err = jsctl("validate", path)
     assert code == 1 and "Traceback" not in err
+    code, _, err = jsctl("--debug", "validate", path)
+    assert code == 1 and "Traceback" in err and "'count' must be a positive integer" in err
