@@ -203,9 +203,24 @@ def scale(job, gpu_count, workspace_file) -> None:
 
     Example: jsctl scale quickstart --gpu-count 4
     """
+    from jsctl import api
+
     _, _, address, client, handle = _client_and_handle(workspace_file, job)
     client.scale(handle, gpu_count)
-    click.echo(f"Scaling {address} ({handle}) to {gpu_count} GPUs.")
+    ws = api.open_workspace(workspace_file)
+    store = api.store_for(ws)
+    with store.locked("scale", 10.0, on_lock_wait):  # what is live now differs from the file: say so in state
+        state = store.read()
+        record = dict(state.resources[address])
+        spec = json.loads(json.dumps(record.get("spec") or {}))
+        spec.setdefault("compute", {}).setdefault("resources", {}).setdefault("gpu", {})["count"] = gpu_count
+        placement = dict(record.get("placement") or {}, gpus_per_node=gpu_count)
+        record.update(spec=spec, placement=placement, updated_at=time.time(),
+                      events=[*(record.get("events") or []), {"time": time.time(), "event": f"scaled to {gpu_count} GPUs"}])
+        state.put(address, record)
+        store.write(state)
+    click.echo(f"Scaling {address} ({handle}) to {gpu_count} GPUs: it checkpoints and resumes on the new shape.\n"
+               f"The job file still says otherwise: the next plan shows the difference until you change gpu.count.")
 
 
 @click.command()

@@ -17,7 +17,7 @@ class LocalProvider(Provider):
     name = "local"
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(pause=True, resume=True, node_logs=False)
+        return Capabilities(pause=True, resume=True, scale=True, node_logs=False)
 
     def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
         data = dict(facts.data) if facts else {}

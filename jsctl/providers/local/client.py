@@ -150,6 +150,25 @@ class LocalClient(ProviderClient):
         os.killpg(int(pgid), sig)
         return status
 
+    def scale(self, handle: JobHandle, gpus: int) -> None:
+        """Checkpoint (SIGUSR1 → jsruntime saves and exits 75), then restart on `gpus` workers.
+
+        The job resumes from that checkpoint on the new world size (jsruntime reshards)."""
+        directory = self._dir(handle)
+        request = runs.read_json(os.path.join(directory, runs.REQUEST)) or {}
+        argv = request.get("argv") or []
+        if argv[:3] != ["python", "-m", "jsruntime.launch"]:
+            raise ProviderError(f"{handle} is not launched by torchrun through jsruntime, so it cannot checkpoint "
+                                "and restart on another shape", hint="set strategy.launcher: torchrun")
+        limit = int(self.cluster.settings.get("max_workers") or max(os.cpu_count() or 1, 2))
+        if gpus > limit:
+            raise ProviderError(f"this machine runs at most {limit} workers (max_workers); asked for {gpus}")
+        status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
+        if status.get("phase") != "RUNNING" or not status.get("child_pgid"):
+            raise ProviderError(f"{handle} is not running (phase {status.get('phase', 'UNKNOWN')})")
+        runs.write_json(os.path.join(directory, runs.SCALE), {"workers": gpus})
+        os.kill(int(status["child_pgid"]), signal.SIGUSR1)  # the launcher: it forwards to torchrun and workers
+
     def pause(self, handle: JobHandle) -> None:
         status = self._signal_group(handle, signal.SIGSTOP)
         status.update(phase="PAUSED", engine_state="stopped (SIGSTOP)")

@@ -11,6 +11,7 @@ LOG = "job.log"  # stdout+stderr of hooks and the command, with [jsctl] markers
 SUPERVISOR_LOG = "supervisor.log"
 PID = "supervisor.pid"
 CANCEL = "cancel"  # presence asks the supervisor to stop
+SCALE = "scale.json"  # {"workers": N}: restart on this many workers after the next checkpoint
 
 
 def run_dir(runs_root: str, job_id: str) -> str:

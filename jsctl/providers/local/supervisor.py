@@ -52,6 +52,9 @@ class Supervisor:
         bindir = os.path.dirname(sys.executable)  # the job finds torchrun and python of this install first
         env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
         env.update(self.request.get("env") or {})
+        workers = self.status.get("workers")
+        if workers:  # `jsctl scale` changed the shape: the launcher's --nproc_per_node follows
+            env["JETSTREAM_GPUS_PER_NODE"] = env["JETSTREAM_WORLD_SIZE"] = str(workers)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             env["MASTER_PORT"] = str(s.getsockname()[1])
@@ -135,8 +138,14 @@ class Supervisor:
             codes = self.request.get("restart_on_exit_codes") or []
             if code == REQUEUE_EXIT_CODE and requeues < MAX_REQUEUES:
                 requeues += 1
-                self.note(f"preempted (exit {code}): requeue {requeues}, resuming from the latest checkpoint")
-                self.save(requeues=requeues, engine_state="requeued")
+                scaled = runs.read_json(os.path.join(self.dir, runs.SCALE))
+                if scaled:
+                    os.unlink(os.path.join(self.dir, runs.SCALE))
+                    self.note(f"scaled to {scaled['workers']} workers: resuming from the latest checkpoint")
+                    self.save(requeues=requeues, engine_state="rescaling", workers=int(scaled["workers"]))
+                else:
+                    self.note(f"preempted (exit {code}): requeue {requeues}, resuming from the latest checkpoint")
+                    self.save(requeues=requeues, engine_state="requeued")
             elif restarts < self.request.get("max_restarts", 0) and (not codes or code in codes):
                 restarts += 1
                 self.note(f"restart {restarts} of {self.request.get('max_restarts')} after exit code {code}")

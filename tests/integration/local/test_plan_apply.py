@@ -163,8 +163,9 @@ def test_pause_resume(ws):
     assert run_cli("stop", "p")[0] == 0
 
 
-def test_scale_is_a_clear_capability_error(ws):
-    (ws / "a.yaml").write_text(job_yaml("sc", ["true"]))
+def test_scale_needs_the_launcher(ws):
+    (ws / "a.yaml").write_text(job_yaml("sc", ["sleep", "5"]))
     assert run_cli("apply", "-f", "a.yaml", "--auto-approve")[0] == 0
-    code, _, err = run_cli("scale", "sc", "--gpu-count", "4")
-    assert code == 1 and "cannot scale a running job" in err and "gpu.count" in err and "Traceback" not in err
+    code, _, err = run_cli("scale", "sc", "--gpu-count", "2")
+    assert code == 1 and "not launched by torchrun" in err and "Traceback" not in err
+    run_cli("stop", "sc")

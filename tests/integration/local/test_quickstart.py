@@ -89,3 +89,23 @@ def test_preemption_signal_requeues_and_resumes_exactly(quickstart):
     final = lambda name: json.loads(next(quickstart.glob(f"out/js-{name}-*/results/final.json")).read_text())  # noqa: E731
     assert final("quickstart")["final_train_loss"] == final("plain")["final_train_loss"]
     assert final("quickstart")["final_loss"] == final("plain")["final_loss"]
+
+
+def test_scale_checkpoints_and_resumes_on_the_new_shape(quickstart):
+    assert run_cli("apply", "-f", "quickstart.yaml", "--auto-approve", "-v", "STEPS=1500")[0] == 0
+    job_id = json.loads(run_cli("status", "quickstart", "--json")[1])["jobs"][0]["job_id"]
+    deadline = time.time() + 90
+    while time.time() < deadline and not list(quickstart.glob(f"out/{job_id}/checkpoints/step-*")):
+        time.sleep(0.2)
+    code, out, err = run_cli("scale", "quickstart", "--gpu-count", "1")
+    assert code == 0, err
+    row = wait_phase("quickstart", timeout=240)
+    log = run_cli("logs", "quickstart")[1]
+    assert row["phase"] == "SUCCEEDED", log[-3000:]
+    assert "scaled to 1 workers" in log
+    events = [json.loads(line) for line in log.splitlines() if line.startswith('{"jetstream": "event"')]
+    restored = [e for e in events if e.get("event") == "restore"]
+    assert restored and restored[-1]["world_size"] == 1 and restored[-1]["step"] > 0
+    assert json.loads(next(quickstart.glob(f"out/{job_id}/results/final.json")).read_text())["world_size"] == 1
+    code, out, _ = run_cli("plan", "-f", "quickstart.yaml", "-v", "STEPS=1500")
+    assert "compute.resources.gpu.count = 1 -> 2" in out  # the file still says 2: the plan shows it
