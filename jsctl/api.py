@@ -2,12 +2,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from jsctl.config.diagnostics import Diagnostic, has_errors
 from jsctl.config.spec import JobSpec
 from jsctl.config.variables import Variables, collect
 from jsctl.plan.resolve import Sources, load_sources, output_paths, resolve_job
+
+if TYPE_CHECKING:
+    from jsctl.apply import ApplyResult
+    from jsctl.config.workspace import Workspace
+    from jsctl.plan.model import Plan
+    from jsctl.providers.base import Facts, LiveStatus
+    from jsctl.state.document import State
+    from jsctl.state.store import StateStore
+
+Echo = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -43,19 +53,19 @@ def validate(paths: Sequence[str], vars: Variables | None = None) -> Validation:
 
 # ---- plan and apply ---------------------------------------------------------------------------------
 
-def open_workspace(path: str | None = None):
+def open_workspace(path: str | None = None) -> Workspace:
     from jsctl.config import workspace
 
     return workspace.load(path)
 
 
-def store_for(ws):
+def store_for(ws: Workspace) -> StateStore:
     from jsctl.state.store import StateStore
 
     return StateStore(ws.state_path)
 
 
-def refresh(ws, state, echo=None) -> dict:
+def refresh(ws: Workspace, state: State, echo: Echo | None = None) -> dict[str, LiveStatus]:
     """Live status of every job in state: one batched query per cluster."""
     from jsctl.apply import Clients
     from jsctl.errors import JsctlError
@@ -81,7 +91,7 @@ def refresh(ws, state, echo=None) -> dict:
     return live
 
 
-def observe(ws, live: dict) -> None:
+def observe(ws: Workspace, live: dict[str, LiveStatus]) -> None:
     """Write observed statuses into state when the lock is free; a busy lock just skips it."""
     import time
 
@@ -101,7 +111,7 @@ def observe(ws, live: dict) -> None:
         return
 
 
-def probe(ws, echo=None) -> dict:
+def probe(ws: Workspace, echo: Echo | None = None) -> dict[str, Facts]:
     from jsctl.apply import Clients
     from jsctl.errors import JsctlError
 
@@ -120,9 +130,9 @@ def probe(ws, echo=None) -> dict:
     return facts
 
 
-def plan(paths: Sequence[str], vars: Variables | None = None, ws=None, targets: Sequence[str] = (),
-         destroy: bool = False, echo=None, state=None, duration_s: int | None = None,
-         max_cost: float | None = None):
+def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | None = None,
+         targets: Sequence[str] = (), destroy: bool = False, echo: Echo | None = None, state: State | None = None,
+         duration_s: int | None = None, max_cost: float | None = None) -> Plan:
     """Refresh, then plan: what apply would do for these files against state."""
     import os
 
@@ -159,7 +169,7 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws=None, targets: 
     return replace(result, refreshed=refreshed, warnings=warnings)
 
 
-def check_remote(the_plan, ws):
+def check_remote(the_plan: Plan, ws: Workspace) -> Plan:
     """Ask each engine whether it would run the planned jobs (`sbatch --test-only`) and when."""
     from dataclasses import replace
 
@@ -179,7 +189,7 @@ def check_remote(the_plan, ws):
     return replace(the_plan, changes=tuple(changes))
 
 
-def apply(the_plan, ws, echo, poll_s: float = 1.0):
+def apply(the_plan: Plan, ws: Workspace, echo: Echo, poll_s: float = 1.0) -> ApplyResult:
     from jsctl.apply import apply as run
 
     return run(the_plan, ws, store_for(ws), echo, poll_s)
