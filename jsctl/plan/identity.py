@@ -19,7 +19,3 @@ def job_id(name: str, address: str, generation: int) -> str:
         suffix += _ALPHABET[r]
     return f"js-{name}-{suffix}"
 
-
-def short_name(address: str) -> str:
-    """The job's own name from its address."""
-    return address.rsplit(".", 1)[-1]

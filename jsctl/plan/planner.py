@@ -10,7 +10,7 @@ from jsctl.config.workspace import Workspace
 from jsctl.errors import ConfigError, PlanError
 from jsctl.plan.diff import field_changes
 from jsctl.plan.identity import job_id
-from jsctl.plan.model import Plan, ResourceChange, placement_dict
+from jsctl.plan.model import Plan, ResourceChange
 from jsctl.plan import cost
 from jsctl.plan.catalog import Catalog, builtin
 from jsctl.plan.offers import cloud_offers, cloud_of

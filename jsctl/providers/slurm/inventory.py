@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any, Mapping
 
-from jsctl.config.quantities import format_bytes, parse_bytes, parse_duration
+from jsctl.config.quantities import parse_bytes, parse_duration
 from jsctl.providers.base import Facts, Offer
 from jsctl.providers.slurm.settings import SlurmSettings
 
@@ -195,7 +195,3 @@ def _offer(settings: SlurmSettings, p: Mapping[str, Any], facts: Facts | None) -
         node_hour_price=p.get("node_hour_rate"), gpu_hour_price=rate,
         capacities=tuple(p.get("capacities") or ("on-demand",)), available=available,
         note="; ".join(notes) or None)
-
-
-def describe_memory(n: int) -> str:
-    return "unknown" if n >= UNKNOWN_MEMORY else format_bytes(n)

@@ -1,8 +1,5 @@
 import json
 import os
-import subprocess
-import sys
-import time
 
 import pytest
 

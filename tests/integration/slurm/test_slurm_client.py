@@ -7,12 +7,12 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from hostile import HOSTILE, hostile_job
 from slurmit import inventory, wait_for
 from jsctl.config import workspace
 from jsctl.config.spec import build
@@ -128,37 +128,14 @@ def test_dependencies_are_checked_before_submit(ws, client, submitted):
         "UNKNOWN"
 
 
-HOSTILE = ["it's", 'say "hi"', "$(touch PWNED_subshell)", "`touch PWNED_backtick`", "; touch PWNED_semicolon",
-           "a && touch PWNED_and | cat", "$HOME $$ $1", "back\\slash \\\" end\\", "two\nlines", "*", "",
-           "--nodes=99"]
 SECRET = "s3cr3t 'quoted' \"dq\" $(touch PWNED_secret) `x`; end\n"
-DUMP = ("import json, os, sys; json.dump({'argv': sys.argv[1:], 'env': {k: os.environ.get(k) for k in "
-        "os.environ['WANT'].split(',')}}, open(os.environ['DUMP'], 'w'))")
 
 
 def test_quoting_on_the_real_cluster(ws, client, submitted):
     """Name, env values, command and hooks with quotes, $(), backticks and ; arrive unchanged and run
     nothing; the secret travels through sbatch's environment and lands in no file."""
-    env = "\n".join(f"    V{i}: {json.dumps(v)}" for i, v in enumerate(HOSTILE))
-    (ws / "quoting.yaml").write_text(f"""\
-version: jetstream.v1
-job:
-  name: quoting
-compute:
-  resources:
-    cpu:
-      count: 1
-environment:
-  env_vars:
-    WANT: "{','.join(f'V{i}' for i in range(len(HOSTILE)))},TOKEN"
-    DUMP: {json.dumps(str(ws / 'dump.json'))}
-{env}
-  secrets: [TOKEN]
-lifecycle:
-  command: [{json.dumps(sys.executable)}, -c, {json.dumps(DUMP)}, {", ".join(json.dumps(v) for v in HOSTILE)}]
-  pre_run:
-    - command: [sh, -c, 'printf "%s" "$0" > pre.txt', "it's $(touch PWNED_pre); `id`"]
-""")
+    dump = f"    DUMP: {json.dumps(str(ws / 'dump.json'))}"
+    (ws / "quoting.yaml").write_text(hostile_job(dump, ("TOKEN",), "  secrets: [TOKEN]\n"))
     _, (change,) = plan(ws, ["quoting.yaml"])
     spec = dataclasses.replace(build(change.spec, change.file), name="q'u;o$(touch PWNED_name)`x`")
     ctx = JobContext(change.address, "js-q'u;o$(touch PWNED_id)`x`", 1, spec, change.placement, (), {}, str(ws))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 
 import pytest
 
@@ -12,52 +11,13 @@ from jsctl.errors import RenderError
 from jsctl.providers.base import JobContext
 from jsctl.providers.slurm import SlurmProvider
 from jsctl.providers.slurm.script import sbatch_value
+from hostile import HOSTILE
+from hostile import hostile_job as hostile_job_of
 from slurmkit import plan_changes, run_script, script_of
-
-HOSTILE = [
-    "it's",
-    'say "hi"',
-    "$(touch PWNED_subshell)",
-    "`touch PWNED_backtick`",
-    "; touch PWNED_semicolon",
-    "a && touch PWNED_and | cat",
-    "$HOME and $$ and $1",
-    "back\\slash \\\" end\\",
-    "line one\nline two",
-    "*",
-    "~",
-    "--nodes=99",
-    "",
-    " leading and trailing ",
-    "ünïcödé ✓",
-]
-
-DUMP = ("import json, os, sys; json.dump({'argv': sys.argv[1:], 'env': {k: os.environ.get(k) for k in "
-        "os.environ['WANT'].split(',')}}, open(os.environ['DUMP'], 'w'))")
 
 
 def hostile_job() -> str:
-    env = "\n".join(f"    V{i}: {json.dumps(v)}" for i, v in enumerate(HOSTILE))
-    args = ", ".join(json.dumps(v) for v in HOSTILE)
-    return f"""\
-version: jetstream.v1
-job:
-  name: quoting
-compute:
-  resources:
-    cpu:
-      count: 1
-environment:
-  env_vars:
-    WANT: "{','.join(f'V{i}' for i in range(len(HOSTILE)))},LITERAL,RUNTIME"
-    LITERAL: "$${{HOME}} stays"
-    RUNTIME: "nodes=${{JETSTREAM_NNODES}}"
-{env}
-lifecycle:
-  command: [{json.dumps(sys.executable)}, -c, {json.dumps(DUMP)}, {args}]
-  pre_run:
-    - command: [sh, -c, 'printf "%s" "$0" > pre.txt', "it's $(touch PWNED_pre); `id`"]
-"""
+    return hostile_job_of('    LITERAL: "$${HOME} stays"\n    RUNTIME: "nodes=${JETSTREAM_NNODES}"', ("LITERAL", "RUNTIME"))
 
 
 def test_hostile_values_arrive_unchanged_and_run_nothing(tmp_path):
