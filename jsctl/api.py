@@ -91,24 +91,29 @@ def refresh(ws: Workspace, state: State, echo: Echo | None = None) -> dict[str, 
     return live
 
 
-def observe(ws: Workspace, live: dict[str, LiveStatus]) -> None:
-    """Write observed statuses into state when the lock is free; a busy lock just skips it."""
+def observe(ws: Workspace, state: State, live: dict[str, LiveStatus]) -> State:
+    """`state` with the observed statuses applied; written to disk too when the lock is free (a
+    busy lock just skips the write: the next command observes again)."""
     import time
 
     from jsctl.apply import status_dict
     from jsctl.errors import StateLockedError
 
+    now = time.time()
+    seen = state.copy()
+    for address, s in live.items():
+        seen.observe(address, status_dict(s), now)
     if not live:
-        return
+        return seen
     store = store_for(ws)
     try:
         with store.locked("observe", 0.0):
-            state = store.read()
-            changed = [state.observe(a, status_dict(s), time.time()) for a, s in live.items()]
-            if any(changed):
-                store.write(state)
+            current = store.read()
+            if any([current.observe(a, status_dict(s), now) for a, s in live.items()]):
+                store.write(current)
     except StateLockedError:
-        return
+        pass
+    return seen
 
 
 def probe(ws: Workspace, echo: Echo | None = None) -> dict[str, Facts]:

@@ -26,7 +26,7 @@ def _rows(ws, state, ref):
 
     addresses = [find_job(state, ref)] if ref else sorted(state.resources)
     live = api.refresh(ws, state, echo_err)
-    api.observe(ws, live)
+    api.observe(ws, state, live)
     now = time.time()
     rows = []
     for address in addresses:
@@ -154,15 +154,17 @@ def logs(job, follow, tail, node, workspace_file) -> None:
         sys.exit(0)
 
 
-def _record_event(workspace_file, address, lock_timeout, event, **status):
+def _update_record(ws, address: str, lock_timeout: str, event: str, status: dict | None = None,
+                   **fields) -> None:
+    """Record what a day-two verb did to a job: status fields, other fields, and an event."""
     from jsctl import api
 
-    ws = api.open_workspace(workspace_file)
     store = api.store_for(ws)
     with store.locked(event.split()[0], lock_seconds(lock_timeout), on_lock_wait):
         state = store.read()
-        record = dict(state.resources[address])
-        record["status"] = {**(record.get("status") or {}), **status}
+        record = dict(state.resources[address], **fields)
+        if status:
+            record["status"] = {**(record.get("status") or {}), **status}
         record["events"] = [*(record.get("events") or []), {"time": time.time(), "event": event}]
         record["updated_at"] = time.time()
         state.put(address, record)
@@ -177,9 +179,9 @@ def _control_command(name: str, method: str, past: str, doc: str, **status):
     @lock_timeout_option
     @workspace_option
     def command(job, lock_timeout, workspace_file) -> None:
-        _, _, address, client, handle = _client_and_handle(workspace_file, job)
+        ws, _, address, client, handle = _client_and_handle(workspace_file, job)
         getattr(client, method)(handle)
-        _record_event(workspace_file, address, lock_timeout, name, **status)
+        _update_record(ws, address, lock_timeout, name, status)
         click.echo(f"{past} {address} ({handle}).")
 
     return command
@@ -197,28 +199,20 @@ resume = _control_command("resume", "resume", "Resumed", "Resume a paused job.\n
 @click.command()
 @click.argument("job")
 @click.option("--gpu-count", type=click.IntRange(min=1), required=True, help="GPUs for the job from now on.")
+@lock_timeout_option
 @workspace_option
-def scale(job, gpu_count, workspace_file) -> None:
+def scale(job, gpu_count, lock_timeout, workspace_file) -> None:
     """Change a running job's GPU count, where its provider can (else: edit gpu.count and apply).
 
     Example: jsctl scale quickstart --gpu-count 4
     """
-    from jsctl import api
-
-    _, _, address, client, handle = _client_and_handle(workspace_file, job)
+    ws, state, address, client, handle = _client_and_handle(workspace_file, job)
     client.scale(handle, gpu_count)
-    ws = api.open_workspace(workspace_file)
-    store = api.store_for(ws)
-    with store.locked("scale", 10.0, on_lock_wait):  # what is live now differs from the file: say so in state
-        state = store.read()
-        record = dict(state.resources[address])
-        spec = json.loads(json.dumps(record.get("spec") or {}))
-        spec.setdefault("compute", {}).setdefault("resources", {}).setdefault("gpu", {})["count"] = gpu_count
-        placement = dict(record.get("placement") or {}, gpus_per_node=gpu_count)
-        record.update(spec=spec, placement=placement, updated_at=time.time(),
-                      events=[*(record.get("events") or []), {"time": time.time(), "event": f"scaled to {gpu_count} GPUs"}])
-        state.put(address, record)
-        store.write(state)
+    record = state.resources[address]  # what is live now differs from the file: state says so
+    spec = json.loads(json.dumps(record.get("spec") or {}))
+    spec.setdefault("compute", {}).setdefault("resources", {}).setdefault("gpu", {})["count"] = gpu_count
+    _update_record(ws, address, lock_timeout, f"scaled to {gpu_count} GPUs", spec=spec,
+                   placement=dict(record.get("placement") or {}, gpus_per_node=gpu_count))
     click.echo(f"Scaling {address} ({handle}) to {gpu_count} GPUs: it checkpoints and resumes on the new shape.\n"
                f"The job file still says otherwise: the next plan shows the difference until you change gpu.count.")
 

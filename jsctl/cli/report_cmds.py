@@ -29,8 +29,7 @@ def cluster_status(as_json, workspace_file) -> None:
 
     ws = api.open_workspace(workspace_file)
     state = api.store_for(ws).read()
-    api.observe(ws, api.refresh(ws, state, echo_err))
-    state = api.store_for(ws).read()
+    state = api.observe(ws, state, api.refresh(ws, state, echo_err))
     facts = api.probe(ws, echo_err)
     offers = offers_for(ws, facts, load(ws.catalog))
     costs = report.cluster_costs(state.resources, time.time())
@@ -88,8 +87,7 @@ def report_cost(job, since, as_json, workspace_file) -> None:
 
     ws = api.open_workspace(workspace_file)
     state = api.store_for(ws).read()
-    api.observe(ws, api.refresh(ws, state, echo_err))
-    state = api.store_for(ws).read()
+    state = api.observe(ws, state, api.refresh(ws, state, echo_err))
     now = time.time()
     try:
         start = reports.parse_since(since, now) if since else None
