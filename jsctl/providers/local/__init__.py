@@ -11,6 +11,14 @@ from jsctl.providers.base import (Capabilities, Change, Cluster, Facts, JobConte
 from jsctl.render import launch
 
 IN_PLACE = ("job.labels", "job.priority", "job.queue")  # bookkeeping only: a running process keeps running
+# A local run is a scaled-down smoke test: CPU and memory requests per GPU are not enforced here, so the
+# offer states room for any request instead of this machine's size.
+UNENFORCED = 64
+
+
+def max_workers(cluster: Cluster, cpus: int | None = None) -> int:
+    """How many worker processes (emulated GPUs) one job may have: `max_workers`, else the CPU count (≥ 2)."""
+    return int(cluster.settings.get("max_workers") or max(cpus or os.cpu_count() or 1, 2))
 
 
 class LocalProvider(Provider):
@@ -22,11 +30,11 @@ class LocalProvider(Provider):
     def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
         data = dict(facts.data) if facts else {}
         cpus = int(data.get("cpus") or os.cpu_count() or 1)
-        workers = int(cluster.settings.get("max_workers") or data.get("max_workers") or max(cpus, 2))
+        workers = max_workers(cluster, cpus)
         memory = int(data.get("memory_bytes") or 0) or 8 * 2**30
         return [Offer(cluster=cluster.name, provider="local", pool="this machine", gpu_type="*",
-                      gpus_per_node=workers, max_nodes=1, cpus_per_node=max(cpus, workers) * 64,
-                      memory_per_node=memory * 64, interconnect="loopback", nvlink=True, max_time_s=None,
+                      gpus_per_node=workers, max_nodes=1, cpus_per_node=max(cpus, workers) * UNENFORCED,
+                      memory_per_node=memory * UNENFORCED, interconnect="loopback", nvlink=True, max_time_s=None,
                       node_hour_price=0.0, capacities=("on-demand", "spot", "backfill"),
                       note="GPUs are emulated as CPU worker processes")]
 

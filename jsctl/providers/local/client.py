@@ -160,7 +160,9 @@ class LocalClient(ProviderClient):
         if argv[:3] != ["python", "-m", "jsruntime.launch"]:
             raise ProviderError(f"{handle} is not launched by torchrun through jsruntime, so it cannot checkpoint "
                                 "and restart on another shape", hint="set strategy.launcher: torchrun")
-        limit = int(self.cluster.settings.get("max_workers") or max(os.cpu_count() or 1, 2))
+        from jsctl.providers.local import max_workers
+
+        limit = max_workers(self.cluster)
         if gpus > limit:
             raise ProviderError(f"this machine runs at most {limit} workers (max_workers); asked for {gpus}")
         status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
