@@ -21,9 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from jsctl import api  # noqa: E402
-from jsctl.config.spec import Gpu  # noqa: E402
+from jsctl.model.spec import Gpu  # noqa: E402
 from jsctl.plan import catalog, offers, placement  # noqa: E402
-from jsctl.providers.base import Cluster, Offer  # noqa: E402
+from jsctl.model.cluster import Cluster, Offer  # noqa: E402
 
 TARGET_S = 1.0
 GIB = 2**30

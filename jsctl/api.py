@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from jsctl.config.diagnostics import Diagnostic, has_errors
-from jsctl.config.spec import JobSpec
+from jsctl.model.spec import JobSpec
 from jsctl.config.variables import Variables, collect
 from jsctl.plan.resolve import Sources, load_sources, output_paths, resolve_job
 
@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from jsctl.apply import ApplyResult
     from jsctl.config.workspace import Workspace
     from jsctl.plan.model import Plan
-    from jsctl.providers.base import Facts, LiveStatus
-    from jsctl.state.document import State
+    from jsctl.model.cluster import Facts
+    from jsctl.model.status import LiveStatus
+    from jsctl.model.state import State
     from jsctl.state.store import StateStore
 
 Echo = Callable[[str], None]
@@ -69,7 +70,7 @@ def refresh(ws: Workspace, state: State, echo: Echo | None = None) -> dict[str, 
     """Live status of every job in state: one batched query per cluster."""
     from jsctl.apply import Clients
     from jsctl.errors import JsctlError
-    from jsctl.providers.base import JobHandle
+    from jsctl.model.status import JobHandle
 
     by_cluster: dict[str, list] = {}
     for address, record in state.resources.items():

@@ -11,8 +11,9 @@ from jsctl.errors import JsctlError, PlanError, ProviderError
 from jsctl.plan import dag
 from jsctl.plan.model import Plan, ResourceChange, placement_dict
 from jsctl.providers import registry
-from jsctl.providers.base import JobHandle, LiveStatus, ProviderClient
-from jsctl.state.document import State
+from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.providers.base import ProviderClient
+from jsctl.model.state import State
 from jsctl.state.store import StateStore
 
 Echo = Callable[[str], None]

@@ -129,7 +129,7 @@ def graph(files: tuple[str, ...], cli_vars: tuple[str, ...], var_files: tuple[st
                          "at": ".".join(map(str, ref.path)), "resolved": target})
         resolved[address] = refs
     names = {a: s.name for a, s in by_addr.items()}
-    from jsctl.plan.identity import job_id
+    from jsctl.model.address import job_id
 
     ids = {a: job_id(s.name, a, 1) for a, s in by_addr.items()}
     if fmt == "json":

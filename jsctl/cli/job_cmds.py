@@ -126,7 +126,7 @@ def describe(job, workspace_file) -> None:
 def _client_and_handle(workspace_file, job):
     from jsctl import api
     from jsctl.apply import Clients
-    from jsctl.providers.base import JobHandle
+    from jsctl.model.status import JobHandle
 
     ws = api.open_workspace(workspace_file)
     state = api.store_for(ws).read()

@@ -5,7 +5,7 @@ from typing import Any
 
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, warning
 from jsctl.config.loader import Document
-from jsctl.plan import gpus
+from jsctl.model import gpus
 
 FSDP_ONLY = ("sharding_strategy", "cpu_offload")
 DEEPSPEED_ONLY = ("zero_stage", "offload_optimizer", "offload_param")

@@ -8,7 +8,7 @@ from jsctl.config import schema
 from jsctl.config.diagnostics import error, has_errors
 from jsctl.config.loader import load_file
 from jsctl.errors import ConfigError
-from jsctl.providers.base import Cluster
+from jsctl.model.cluster import Cluster
 
 DEFAULT_FILE = "jsctl.yaml"
 

@@ -35,7 +35,7 @@ from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, has_errors
 from jsctl.config.loader import Document, load_file
 from jsctl.config.quantities import parse_bytes
 from jsctl.errors import ConfigError
-from jsctl.plan import gpus
+from jsctl.model import gpus
 
 CLOUDS = ("aws", "gcp", "azure")
 INTERCONNECTS = ("efa", "gpudirect-tcpx", "gpudirect-tcpxo", "gpudirect-rdma", "infiniband", "roce")

@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from jsctl.config.quantities import format_duration, parse_frequency
-from jsctl.config.spec import JobSpec
-from jsctl.providers.base import Placement
+from jsctl.model.spec import JobSpec
+from jsctl.model.job import Placement
 
 PREEMPTIBLE = ("spot", "backfill")
 

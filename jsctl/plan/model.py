@@ -7,7 +7,8 @@ from typing import Any
 from jsctl.plan.cost import CostEstimate, PlanCost
 from jsctl.plan.diff import FieldChange
 from jsctl.plan.placement import Candidate
-from jsctl.providers.base import Placement, RenderedArtifact
+from jsctl.model.artifact import RenderedArtifact
+from jsctl.model.job import Placement
 
 ACTIONS = ("create", "update", "replace", "delete", "no-op")
 SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "no-op": " "}
@@ -78,7 +79,7 @@ def placement_dict(p: Placement | None) -> dict | None:
     return {"cluster": p.cluster, "provider": p.provider, "pool": p.pool, "nodes": p.nodes,
             "gpus_per_node": p.gpus_per_node, "gpu_type": p.gpu_type, "cpus_per_task": p.cpus_per_task,
             "memory_per_node": p.memory_per_node, "interconnect": p.interconnect, "capacity": p.capacity,
-            "price_per_hour": p.price_per_hour}
+            "price_per_hour": p.price_per_hour, "emulated": p.emulated}
 
 
 def placement_from(d: dict | None) -> Placement | None:

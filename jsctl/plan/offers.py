@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 from jsctl.config.diagnostics import did_you_mean
 from jsctl.plan.catalog import Catalog, InstanceType
-from jsctl.providers.base import Cluster, Offer
+from jsctl.model.cluster import Cluster, Offer
 
 CLOUD_PROVIDERS = {"aws-batch": "aws", "gcp-batch": "gcp", "azure-ml": "azure"}
 

@@ -31,9 +31,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from jsctl.config.quantities import format_bytes, format_duration
-from jsctl.config.spec import Compute, JobSpec
-from jsctl.plan import gpus
-from jsctl.providers.base import Offer, Placement
+from jsctl.model.spec import Compute, JobSpec
+from jsctl.model import gpus
+from jsctl.model.cluster import Offer
+from jsctl.model.job import Placement
 
 # how far a miss is from working, per kind of reason (nearest misses are listed first)
 _WEIGHT = {"type": 100, "nogpu": 100, "target": 100, "down": 40, "per_node": 12, "split": 12, "nodes": 8,
@@ -286,7 +287,8 @@ def place(spec: JobSpec, offers: Sequence[Offer], prefer: Sequence[str] = ()) ->
         gpu_type=(c.gpu.type if o.gpu_type == "*" else o.gpu_type) if c.gpu else None,
         cpus_per_task=(c.cpu_per_gpu * best.gpus_per_node) if c.gpu and c.cpu_per_gpu else c.cpu_count,
         memory_per_node=(c.memory_per_gpu * best.gpus_per_node) if c.gpu and c.memory_per_gpu else c.memory_total,
-        interconnect=o.interconnect, capacity=c.capacity, price_per_hour=best.price_per_hour)
+        interconnect=o.interconnect, capacity=c.capacity, price_per_hour=best.price_per_hour,
+        emulated=o.emulated)
     return PlacementResult(placement, (best, *feasible[1:], *misses), why)
 
 

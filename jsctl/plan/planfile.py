@@ -10,7 +10,7 @@ from jsctl.errors import PlanError
 from jsctl.plan.cost import CostEstimate
 from jsctl.plan.model import Plan, ResourceChange, placement_from
 from jsctl.plan.output import to_json
-from jsctl.providers.base import RenderedArtifact
+from jsctl.model.artifact import RenderedArtifact
 
 KIND = "jsctl-plan"
 

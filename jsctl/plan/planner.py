@@ -9,7 +9,7 @@ from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
 from jsctl.config.workspace import Workspace
 from jsctl.errors import ConfigError, PlanError
 from jsctl.plan.diff import field_changes
-from jsctl.plan.identity import job_id
+from jsctl.model.address import job_id
 from jsctl.plan.model import Plan, ResourceChange
 from jsctl.plan import cost
 from jsctl.plan.catalog import Catalog, builtin
@@ -18,8 +18,10 @@ from jsctl.plan.placement import PlacementResult, infeasible_message, place
 from jsctl.plan.resolve import JobSource, Sources, output_paths, resolve_job
 from jsctl.plan.strategy import advise
 from jsctl.providers import registry
-from jsctl.providers.base import Facts, JobContext, LiveStatus, Offer
-from jsctl.state.document import State
+from jsctl.model.cluster import Facts, Offer
+from jsctl.model.job import JobContext
+from jsctl.model.status import LiveStatus
+from jsctl.model.state import State
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from typing import Any, Iterable, Mapping
 from jsctl.config import schema, semantics
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, has_errors
 from jsctl.config.loader import Document, Position, load_file
-from jsctl.config.spec import JobSpec, build
+from jsctl.config.spec import build
+from jsctl.model.spec import JobSpec
 from jsctl.config.variables import Variables, column_offset, interpolate
 from jsctl.plan import dag
-from jsctl.plan.identity import job_address, job_id
+from jsctl.model.address import job_address, job_id
 
 REF = re.compile(r"\{\{\s*jobs\.([^.\s{}]+)\.outputs\.([^.\s{}]+)\s*\}\}")
 

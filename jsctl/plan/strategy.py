@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jsctl.config.spec import JobSpec
-from jsctl.plan import gpus
-from jsctl.providers.base import Placement
+from jsctl.model.spec import JobSpec
+from jsctl.model import gpus
+from jsctl.model.job import Placement
 
 GIB = 2**30
 

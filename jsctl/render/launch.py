@@ -13,7 +13,8 @@ from typing import Mapping
 
 from jsctl.config.quantities import parse_frequency
 from jsctl.config.variables import is_runtime_name
-from jsctl.providers.base import REQUEUE_EXIT_CODE, JobContext
+from jsctl.model.job import JobContext
+from jsctl.model.status import REQUEUE_EXIT_CODE
 from jsctl.render import shquote
 
 VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from jsctl.errors import StateError
-from jsctl.state.document import State
+from jsctl.model.state import State
 from jsctl.state.lock import StateLock
 
 

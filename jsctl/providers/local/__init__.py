@@ -6,8 +6,11 @@ import os
 from typing import Any, Mapping
 
 from jsctl.plan.diff import field_changes
-from jsctl.providers.base import (Capabilities, Change, Cluster, Facts, JobContext, LiveStatus, Offer, Provider,
-                                  RenderedArtifact)
+from jsctl.model.artifact import Change, RenderedArtifact
+from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
+from jsctl.model.job import JobContext
+from jsctl.model.status import LiveStatus
+from jsctl.providers.base import Provider
 from jsctl.render import launch
 
 IN_PLACE = ("job.labels", "job.priority", "job.queue")  # bookkeeping only: a running process keeps running
@@ -36,7 +39,7 @@ class LocalProvider(Provider):
                       gpus_per_node=workers, max_nodes=1, cpus_per_node=max(cpus, workers) * UNENFORCED,
                       memory_per_node=memory * UNENFORCED, interconnect="loopback", nvlink=True, max_time_s=None,
                       node_hour_price=0.0, capacities=("on-demand", "spot", "backfill"),
-                      note="GPUs are emulated as CPU worker processes")]
+                      note="GPUs are emulated as CPU worker processes", emulated=True)]
 
     def render(self, job: JobContext, facts: Facts | None) -> RenderedArtifact:
         spec = job.spec

@@ -10,7 +10,10 @@ import time
 from typing import Iterator, Mapping
 
 from jsctl.errors import ProviderError
-from jsctl.providers.base import Facts, JobHandle, LiveStatus, ProviderClient, RenderedArtifact
+from jsctl.model.artifact import RenderedArtifact
+from jsctl.model.cluster import Facts
+from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.providers.base import ProviderClient
 from jsctl.providers.local import runs
 
 

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from jsctl.providers.base import REQUEUE_EXIT_CODE
+from jsctl.model.status import REQUEUE_EXIT_CODE
 from jsctl.providers.local import runs
 from jsctl.render.launch import expand
 

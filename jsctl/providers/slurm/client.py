@@ -8,7 +8,10 @@ import time
 from typing import Iterator, Mapping
 
 from jsctl.errors import CapabilityError, ProviderError
-from jsctl.providers.base import Cluster, Facts, JobHandle, LiveStatus, ProviderClient, RenderedArtifact
+from jsctl.model.artifact import RenderedArtifact
+from jsctl.model.cluster import Cluster, Facts
+from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.providers.base import ProviderClient
 from jsctl.providers.slurm import inventory, parse
 from jsctl.providers.slurm.runner import Runner
 from jsctl.providers.slurm.settings import SlurmSettings

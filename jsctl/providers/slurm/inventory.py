@@ -10,7 +10,7 @@ import re
 from typing import Any, Mapping
 
 from jsctl.config.quantities import parse_bytes, parse_duration
-from jsctl.providers.base import Facts, Offer
+from jsctl.model.cluster import Facts, Offer
 from jsctl.providers.slurm.settings import SlurmSettings
 
 UNKNOWN_CPUS = 2**31  # the inventory and the cluster did not say: not a limit

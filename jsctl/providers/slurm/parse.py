@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any, Mapping
 
-from jsctl.providers.base import LiveStatus
+from jsctl.model.status import LiveStatus
 from jsctl.providers.slurm import states
 
 

@@ -6,8 +6,11 @@ from typing import Any, Mapping
 
 from jsctl.config.diagnostics import Diagnostic, error, warning
 from jsctl.errors import ProviderError
-from jsctl.providers.base import (Capabilities, Change, Cluster, Facts, JobContext, LiveStatus, Offer, Provider,
-                                  ProviderClient, RenderedArtifact)
+from jsctl.model.artifact import Change, RenderedArtifact
+from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
+from jsctl.model.job import JobContext
+from jsctl.model.status import LiveStatus
+from jsctl.providers.base import Provider, ProviderClient
 from jsctl.providers.slurm import inventory, script
 from jsctl.providers.slurm.settings import SlurmSettings
 from jsctl.render import render as render_template

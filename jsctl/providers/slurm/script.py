@@ -12,9 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from jsctl.config.spec import JobSpec, Mount
+from jsctl.model.spec import JobSpec, Mount
 from jsctl.errors import RenderError
-from jsctl.providers.base import REQUEUE_EXIT_CODE, JobContext
+from jsctl.model.job import JobContext
+from jsctl.model.status import REQUEUE_EXIT_CODE
 from jsctl.providers.slurm.inventory import format_slurm_time
 from jsctl.providers.slurm.settings import SlurmSettings
 from jsctl.render import launch, shquote

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from jsctl.errors import ProviderError
-from jsctl.providers.base import Cluster
+from jsctl.model.cluster import Cluster
 
 DEFAULT_SIGNAL_GRACE_S = 120
 ACCESS_MODES = ("local", "ssh", "slurmrestd")

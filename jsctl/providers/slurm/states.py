@@ -6,7 +6,7 @@ CONFIGURING, REQUEUED, ...). `sacct` adds detail after a space (`CANCELLED by 0`
 """
 from __future__ import annotations
 
-from jsctl.providers.base import PHASES
+from jsctl.model.status import PHASES
 
 # Base states (enum job_states) and the flag words Slurm prints instead of them.
 STATE_PHASE: dict[str, str] = {

@@ -14,7 +14,7 @@ from jsctl.config import workspace
 from jsctl.config.variables import Variables
 from jsctl.plan.planner import PlanInputs, make_plan
 from jsctl.plan.resolve import load_sources
-from jsctl.state.document import State
+from jsctl.model.state import State
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")

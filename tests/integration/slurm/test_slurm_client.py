@@ -21,8 +21,9 @@ from jsctl.errors import ProviderError
 from jsctl.plan.planner import PlanInputs, make_plan
 from jsctl.plan.resolve import load_sources
 from jsctl.providers import registry
-from jsctl.providers.base import JobContext, JobHandle
-from jsctl.state.document import State
+from jsctl.model.job import JobContext
+from jsctl.model.status import JobHandle
+from jsctl.model.state import State
 
 
 def plan(ws: Path, files: list[str], variables: dict | None = None, facts=None):

@@ -1,6 +1,6 @@
 from jsctl import api
 from jsctl.config.variables import Variables, collect
-from jsctl.plan.identity import job_id
+from jsctl.model.address import job_id
 
 JOB = """version: jetstream.v1
 job:

@@ -7,8 +7,9 @@ import re
 import pytest
 
 from jsctl.errors import ConfigError
-from jsctl.plan import catalog, gpus, offers
-from jsctl.providers.base import Cluster
+from jsctl.model import gpus
+from jsctl.plan import catalog, offers
+from jsctl.model.cluster import Cluster
 
 GIB = 2**30
 

@@ -9,10 +9,10 @@ import os
 import pytest
 
 from jsctl import api
-from jsctl.config.spec import JobSpec
+from jsctl.model.spec import JobSpec
 from jsctl.plan import cost
 from jsctl.plan.cost import Assumptions, estimate, expected_wall_seconds, plan_cost
-from jsctl.providers.base import Placement
+from jsctl.model.job import Placement
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 H = 3600

@@ -8,10 +8,10 @@ import os
 import pytest
 
 from jsctl import api
-from jsctl.config.spec import Gpu, JobSpec
+from jsctl.model.spec import Gpu, JobSpec
 from jsctl.plan import catalog, offers, placement
 from jsctl.plan.placement import candidates_table, format_candidates, infeasible_message, place, shape
-from jsctl.providers.base import Cluster, Offer
+from jsctl.model.cluster import Cluster, Offer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 EXAMPLE = os.path.join(ROOT, "examples", "finetune-llama.yaml")

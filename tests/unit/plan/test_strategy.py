@@ -2,7 +2,7 @@
 from jsctl import api
 from jsctl.config.variables import Variables
 from jsctl.plan.strategy import GIB, advise, model_state_bytes
-from jsctl.providers.base import Placement
+from jsctl.model.job import Placement
 
 
 def spec_for(write, strategy: str, params: str = "7B"):

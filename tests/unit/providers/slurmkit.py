@@ -13,8 +13,8 @@ from jsctl.config.variables import Variables
 from jsctl.plan.model import ResourceChange
 from jsctl.plan.planner import PlanInputs, make_plan
 from jsctl.plan.resolve import load_sources
-from jsctl.providers.base import Facts
-from jsctl.state.document import State
+from jsctl.model.cluster import Facts
+from jsctl.model.state import State
 
 CI_INVENTORY = """\
 version: jetstream.v1

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from jsctl.config.spec import Compute, Gpu
+from jsctl.model.spec import Compute, Gpu
 from jsctl.plan.placement import place
-from jsctl.providers.base import Cluster
+from jsctl.model.cluster import Cluster
 from jsctl.providers.slurm import SlurmProvider
 from jsctl.providers.slurm.inventory import UNKNOWN_CPUS, facts_from_probe, parse_gres
 
@@ -88,7 +88,7 @@ def test_inventory_meets_the_cluster():
 
 
 def test_finetune_llama_places_4_by_8():
-    from jsctl.config.spec import Environment, JobSpec, Lifecycle, Recovery, Strategy
+    from jsctl.model.spec import Environment, JobSpec, Lifecycle, Recovery, Strategy
 
     settings = {"partitions": [{"name": "a100", "gpu_type": "a100-80gb", "gpus_per_node": 8, "nodes": 4,
                                 "cpus_per_node": 128, "memory_per_node": "2Ti", "interconnect": "infiniband"}]}

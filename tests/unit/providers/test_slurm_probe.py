@@ -7,7 +7,9 @@ import json
 import pytest
 
 from jsctl.errors import ProviderError
-from jsctl.providers.base import Cluster, JobHandle, RenderedArtifact
+from jsctl.model.artifact import RenderedArtifact
+from jsctl.model.cluster import Cluster
+from jsctl.model.status import JobHandle
 from jsctl.providers.slurm.client import SlurmClient
 from jsctl.providers.slurm.runner import Result
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from jsctl.errors import RenderError
-from jsctl.providers.base import JobContext
+from jsctl.model.job import JobContext
 from jsctl.providers.slurm import SlurmProvider
 from jsctl.providers.slurm.script import sbatch_value
 from hostile import HOSTILE

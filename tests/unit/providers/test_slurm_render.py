@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from jsctl.providers.base import Facts, LiveStatus
+from jsctl.model.cluster import Facts
+from jsctl.model.status import LiveStatus
 from jsctl.providers.slurm import SlurmProvider
 from jsctl.providers.slurm.script import format_mem, parse_comment, pyxis_image
 from jsctl.providers.slurm.inventory import format_slurm_time, parse_slurm_time
@@ -141,7 +142,7 @@ def test_render_is_deterministic_and_follows_generation(tmp_path):
 
 def _ctx(change):
     from jsctl.config.spec import build
-    from jsctl.providers.base import JobContext
+    from jsctl.model.job import JobContext
 
     return JobContext(change.address, change.job_id, change.generation, build(change.spec, change.file),
                       change.placement, change.depends_on, change.strategy, os.path.dirname(change.file))
@@ -325,7 +326,7 @@ def test_user_master_port_wins(tmp_path):
 
 
 def test_validate(tmp_path):
-    from jsctl.providers.base import Cluster
+    from jsctl.model.cluster import Cluster
 
     provider = SlurmProvider()
     c = gpu_change(tmp_path, runtime="pyxis")

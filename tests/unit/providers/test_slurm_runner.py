@@ -11,7 +11,7 @@ import pytest
 from jsctl.errors import ProviderError
 from jsctl.providers.slurm.runner import Runner
 from jsctl.providers.slurm.settings import Access, SlurmSettings
-from jsctl.providers.base import Cluster
+from jsctl.model.cluster import Cluster
 
 FAKE_SSH = r"""#!/bin/sh
 printf '%s\n' "$@" >> "$SSH_ARGV_LOG"

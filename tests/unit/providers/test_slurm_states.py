@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from jsctl.providers.base import PHASES
+from jsctl.model.status import PHASES
 from jsctl.providers.slurm import parse, states
 
 ALL_WORDS = {

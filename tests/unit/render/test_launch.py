@@ -3,7 +3,7 @@ import subprocess
 
 from jsctl import api
 from jsctl.config.variables import Variables
-from jsctl.providers.base import JobContext, Placement
+from jsctl.model.job import JobContext, Placement
 from jsctl.render import launch
 
 NASTY = ["echo", "a'b", 'c"d', "$(touch pwned)", "`touch pwned2`", "x; rm -rf /", "${HOME}", "--n=${JETSTREAM_NNODES}"]

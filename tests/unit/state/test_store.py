@@ -6,7 +6,7 @@ import time
 import pytest
 
 from jsctl.errors import StateError, StateLockedError
-from jsctl.state.document import State
+from jsctl.model.state import State
 from jsctl.state.lock import StateLock, force_unlock
 from jsctl.state.store import StateStore
 
