@@ -1,22 +1,96 @@
-"""Apply a Plan: under the state lock, walk the DAG, submit, and record each job as soon as it is live."""
+"""Apply a Plan: under the state lock, walk the DAG, submit, and record each job as soon as it is live.
+
+Apply says what it does through typed events (below) passed to a callback; the CLI prints them as
+text, or as JSON lines with `jsctl apply --json` (docs/apply-json.md).
+"""
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
 
 from jsctl.config.workspace import Workspace
-from jsctl.errors import JsctlError, PlanError, ProviderError
-from jsctl.plan import dag
-from jsctl.plan.model import Plan, ResourceChange, placement_dict
-from jsctl.providers import registry
+from jsctl.errors import JsctlError, PlanError
+from jsctl.model.state import CostBasis, PastRun, RecordEvent, RecordStatus, State, StateRecord
 from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.plan import dag
+from jsctl.plan.model import Plan, ResourceChange
+from jsctl.providers import registry
 from jsctl.providers.base import ProviderClient
-from jsctl.model.state import State
 from jsctl.state.store import StateStore
 
-Echo = Callable[[str], None]
+
+# ---- events -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ApplyEvent:
+    """Something apply did to one address. `type` names it in JSON (`submit_failed` for SubmitFailed)."""
+
+    address: str
+
+    @property
+    def type(self) -> str:
+        name = type(self).__name__
+        return "".join("_" + ch.lower() if ch.isupper() and i else ch.lower() for i, ch in enumerate(name))
+
+    def to_dict(self) -> dict[str, Any]:
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {"type": self.type, **{k: str(v) if isinstance(v, JobHandle) else v for k, v in values.items()}}
+
+
+@dataclass(frozen=True)
+class Stopping(ApplyEvent):
+    """Cancelling the job a delete or replace removes."""
+
+    handle: JobHandle
+
+
+@dataclass(frozen=True)
+class Destroyed(ApplyEvent):
+    """The job was cancelled and its record removed from state."""
+
+
+@dataclass(frozen=True)
+class Updated(ApplyEvent):
+    """The record took the new spec and artifact; the running job stays."""
+
+
+@dataclass(frozen=True)
+class Waiting(ApplyEvent):
+    """Waiting for a dependency on another engine (or one that cannot order jobs) to succeed."""
+
+    dependency: str
+
+
+@dataclass(frozen=True)
+class Skipped(ApplyEvent):
+    """Not submitted: a dependency failed, or was not submitted itself."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Adopted(ApplyEvent):
+    """The engine already had this job (an earlier apply died before recording it): recorded, not resubmitted."""
+
+    handle: JobHandle
+    job_id: str | None
+
+
+@dataclass(frozen=True)
+class Submitted(ApplyEvent):
+    handle: JobHandle
+    job_id: str | None
+
+
+@dataclass(frozen=True)
+class SubmitFailed(ApplyEvent):
+    message: str
+
+
+OnEvent = Callable[[ApplyEvent], None]
 
 
 @dataclass
@@ -31,23 +105,12 @@ class ApplyResult:
     def ok(self) -> bool:
         return not self.skipped and not self.failed
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "summary", "ok": self.ok, "added": self.added, "changed": self.changed,
+                "destroyed": self.destroyed, "skipped": dict(self.skipped), "failed": dict(self.failed)}
 
-class Clients:
-    """One client per cluster, made on first use."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
-        self._made: dict[str, ProviderClient] = {}
-
-    def get(self, cluster_name: str) -> ProviderClient:
-        if cluster_name not in self._made:
-            cluster = self.workspace.cluster(cluster_name)
-            if cluster is None:
-                raise ProviderError(f"cluster '{cluster_name}' is not in this workspace any more",
-                                    hint="restore it in jsctl.yaml to manage its jobs")
-            self._made[cluster_name] = registry.get(cluster.provider).client(cluster, self.workspace.dir)
-        return self._made[cluster_name]
-
+# ---- apply ------------------------------------------------------------------------------------------
 
 def check_fresh(plan: Plan, state: State, state_exists: bool) -> None:
     if plan.state_exists and (state.lineage != plan.prior_lineage or state.serial != plan.prior_serial):
@@ -69,114 +132,115 @@ def secret_values(plan: Plan) -> dict[str, str]:
     return {s: os.environ[s] for s in needed}
 
 
-def record_for(c: ResourceChange, handle: JobHandle, now: float) -> dict:
-    return {
-        "address": c.address, "name": c.name, "provider": c.provider, "cluster": c.cluster, "job_id": c.job_id,
-        "generation": c.generation, "handle": str(handle), "spec": c.spec,
-        "artifact_digest": c.artifact.digest if c.artifact else None,
-        "artifact": c.artifact.to_dict() if c.artifact else None, "placement": placement_dict(c.placement),
-        "strategy": c.strategy, "depends_on": list(c.depends_on), "outputs": c.outputs,
-        "status": {"phase": "PENDING", "engine_state": "submitted"},
-        "created_at": now, "updated_at": now, "submitted_at": now,
-        "cost_basis": {"price_per_hour": c.price_per_hour, "capacity": c.placement.capacity if c.placement else None,
-                       "bound": c.cost.bound if c.cost else c.run_bound,
-                       "estimate": c.cost.expected if c.cost else c.run_bound},
-        "events": [{"time": now, "event": f"submitted as {handle}"}],
-    }
+def new_record(c: ResourceChange, handle: JobHandle, now: float) -> StateRecord:
+    """The state record of a job just submitted (or adopted) for a planned change."""
+    return StateRecord(
+        address=c.address, name=c.name, generation=int(c.generation or 1), provider=c.provider, cluster=c.cluster,
+        job_id=c.job_id, handle=handle, spec=c.spec, artifact_digest=c.artifact.digest if c.artifact else None,
+        artifact=c.artifact.to_dict() if c.artifact else None,
+        placement=c.placement.to_dict() if c.placement else None, strategy=dict(c.strategy),
+        depends_on=tuple(c.depends_on), outputs=dict(c.outputs), status=RecordStatus.submitted(),
+        created_at=now, updated_at=now, submitted_at=now,
+        cost_basis=CostBasis(c.price_per_hour, c.placement.capacity if c.placement else None,
+                             c.cost.bound if c.cost else c.run_bound, c.cost.expected if c.cost else c.run_bound),
+        events=(RecordEvent(now, f"submitted as {handle}"),))
 
 
-def status_dict(s: LiveStatus) -> dict:
-    return {"phase": s.phase, "engine_state": s.engine_state, "reason": s.reason, "started_at": s.started_at,
-            "ended_at": s.ended_at, "exit_code": s.exit_code, "restarts": s.restarts}
-
-
-def apply(plan: Plan, workspace: Workspace, store: StateStore, echo: Echo, poll_s: float = 1.0) -> ApplyResult:
-    """Carry out a plan. The caller holds the state lock."""
+def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent | None = None,
+          poll_s: float = 1.0) -> ApplyResult:
+    """Carry out a plan, telling `on_event` each step. The caller holds the state lock."""
+    emit = on_event or (lambda event: None)
     state = store.read()
     check_fresh(plan, state, os.path.exists(store.path))
     secrets = secret_values(plan)
-    clients = Clients(workspace)
+    clients = registry.Clients(workspace)
     result = ApplyResult()
     for c in plan.changes:
-        if c.action in ("delete", "replace") and c.before and c.before.get("handle"):
-            handle = JobHandle.parse(c.before["handle"])
-            echo(f"{c.address}: stopping {handle}...")
-            clients.get(handle.cluster).cancel(handle)
+        before = StateRecord.from_dict(c.before, c.address) if c.before else None
+        if c.action in ("delete", "replace") and before and before.handle:
+            emit(Stopping(c.address, before.handle))
+            clients.get(before.handle.cluster).cancel(before.handle)
             if c.action == "delete":
                 state.remove(c.address)
                 store.write(state)
                 result.destroyed += 1
-                echo(f"{c.address}: destroyed")
+                emit(Destroyed(c.address))
     blocked: dict[str, str] = {}
     edges = {c.address: c.depends_on for c in plan.changes if c.action != "delete"}
     for c in plan.changes:
         if c.action == "update":
-            record = dict(state.resources[c.address])
-            record.update(spec=c.spec, artifact_digest=c.artifact.digest if c.artifact else None,
-                          artifact=c.artifact.to_dict() if c.artifact else None, updated_at=time.time())
-            state.put(c.address, record)
+            record = state.record(c.address)
+            if record is None:
+                raise PlanError(f"{c.address} is not in state any more; it cannot be updated",
+                                hint="run jsctl plan again")
+            state.put(c.address, replace(record, spec=c.spec,
+                                         artifact_digest=c.artifact.digest if c.artifact else None,
+                                         artifact=c.artifact.to_dict() if c.artifact else None,
+                                         updated_at=time.time()))
             store.write(state)
             result.changed += 1
-            echo(f"{c.address}: updated in place")
+            emit(Updated(c.address))
             continue
         if c.action not in ("create", "replace"):
             continue
         if c.address in blocked:
             result.skipped[c.address] = blocked[c.address]
-            echo(f"{c.address}: not submitted: {blocked[c.address]}")
+            emit(Skipped(c.address, blocked[c.address]))
             continue
-        client = clients.get(c.cluster)
-        caps = registry.get(c.provider).capabilities()
-        upstream: dict[str, JobHandle] = {}
-        why_not = None
-        for dep in c.depends_on:
-            record = state.resources.get(dep)
-            if record is None or not record.get("handle"):
-                why_not = f"dependency {dep} was not submitted"
-                break
-            handle = JobHandle.parse(record["handle"])
-            upstream[dep] = handle
-            same_engine = handle.cluster == c.cluster and caps.dependencies
-            if not same_engine:
-                echo(f"{c.address}: waiting for {dep} to succeed...")
-                live = wait_terminal(clients.get(handle.cluster), handle, poll_s)
-                record = dict(record, status=status_dict(live))
-                state.put(dep, record)
-                store.write(state)
-                if live.phase != "SUCCEEDED":
-                    why_not = f"dependency {dep} ended {live.phase}" + (f" ({live.reason})" if live.reason else "")
-                    break
-        if why_not:
-            result.skipped[c.address] = why_not
-            echo(f"{c.address}: not submitted: {why_not}")
+        upstream = _wait_for_upstream(c, state, store, clients, emit, poll_s)
+        if isinstance(upstream, str):  # why it cannot be submitted
+            result.skipped[c.address] = upstream
+            emit(Skipped(c.address, upstream))
             for child in dag.descendants(edges, [c.address]):
                 blocked.setdefault(child, f"upstream {c.address} was not submitted")
             continue
+        client = clients.get(c.cluster)
         try:
             handle = client.adopt(c.artifact)
             if handle is not None:
-                echo(f"{c.address}: found {handle} already submitted for {c.job_id}; adopting it")
+                emit(Adopted(c.address, handle, c.job_id))
             else:
                 handle = client.submit(c.artifact, secrets, upstream)
         except JsctlError as exc:
             result.failed[c.address] = exc.message
-            echo(f"{c.address}: submit failed: {exc.message}")
+            emit(SubmitFailed(c.address, exc.message))
             for child in dag.descendants(edges, [c.address]):
                 blocked.setdefault(child, f"upstream {c.address} failed to submit")
             continue
-        record = record_for(c, handle, time.time())
-        prior = c.before or state.resources.get(c.address)
+        record = new_record(c, handle, time.time())
+        prior = StateRecord.from_dict(c.before, c.address) if c.before else state.record(c.address)
         if c.action == "replace" and prior:  # earlier runs stay, for cost reports
-            record["history"] = [*(prior.get("history") or []), {"job_id": prior.get("job_id"),
-                                 "status": prior.get("status"), "cost_basis": prior.get("cost_basis")}]
-            record["events"] = [*(prior.get("events") or []), *record["events"]]
+            record = replace(record, history=(*prior.history, PastRun(prior.job_id, prior.status, prior.cost_basis)),
+                             events=(*prior.events, *record.events))
         state.put(c.address, record)
         store.write(state)
         if c.action == "replace":
             result.destroyed += 1
         result.added += 1
-        echo(f"{c.address}: submitted {handle} ({c.job_id})")
+        emit(Submitted(c.address, handle, c.job_id))
     return result
+
+
+def _wait_for_upstream(c: ResourceChange, state: State, store: StateStore, clients: registry.Clients,
+                       emit: OnEvent, poll_s: float) -> dict[str, JobHandle] | str:
+    """The dependencies' handles for submit, or why the job cannot be submitted. A dependency the
+    engine cannot order by itself (another cluster, or no dependency support) is waited for here."""
+    ordered_by_engine = registry.get(c.provider).capabilities().dependencies
+    upstream: dict[str, JobHandle] = {}
+    for dep in c.depends_on:
+        record = state.record(dep)
+        if record is None or record.handle is None:
+            return f"dependency {dep} was not submitted"
+        upstream[dep] = record.handle
+        if record.handle.cluster == c.cluster and ordered_by_engine:
+            continue
+        emit(Waiting(c.address, dep))
+        live = wait_terminal(clients.get(record.handle.cluster), record.handle, poll_s)
+        state.observe(dep, live, time.time())
+        store.write(state)
+        if live.phase != "SUCCEEDED":
+            return f"dependency {dep} ended {live.phase}" + (f" ({live.reason})" if live.reason else "")
+    return upstream
 
 
 def wait_terminal(client: ProviderClient, handle: JobHandle, poll_s: float) -> LiveStatus:

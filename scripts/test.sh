@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q torch==2.13.0 numpy   # exactly this: an unpinned torch pulls a multi-GB CUDA build
 python -m pip install -q -e '.[runtime,test]'
+python -m pip install -q -e tests/providers/jsctl-testcloud   # the out-of-tree provider the contract suite runs
 if [[ -x scripts/slurm-up.sh ]]; then
   if bash scripts/slurm-up.sh up; then
     export SLURM_CONF=${SLURM_CONF:-${SLURM_BASE:-/tmp/jsctl-slurm}/etc/slurm.conf}

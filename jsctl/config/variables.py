@@ -1,8 +1,10 @@
 """`${NAME}` and `${NAME:-default}` in string values, resolved from the user's variables.
 
 Sources (later wins): environment `JSCTL_VAR_<NAME>`, `--var-file` YAML mappings, `-v NAME=VALUE`.
-Names the platform sets when the job runs are left in place; `${JOB_ID}` becomes the job's
-deterministic id; `$${X}` writes a literal `${X}`. Any other undefined name is an error.
+Names set when the job runs are left in place: the engine-neutral ones here (JETSTREAM_*,
+MASTER_ADDR, ...) and those the installed providers declare (`Provider.runtime_names()`, passed in
+as `runtime`); `${JOB_ID}` becomes the job's deterministic id; `$${X}` writes a literal `${X}`. Any
+other undefined name is an error.
 """
 from __future__ import annotations
 
@@ -13,15 +15,17 @@ from typing import Any, Iterable, Mapping
 
 from jsctl.config.diagnostics import Diagnostic, error
 from jsctl.config.loader import Document, Position, load_file
+from jsctl.model.runtime_names import NONE, RuntimeNames
 
 PATTERN = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-RUNTIME_NAMES = frozenset({"JETSTREAM_NNODES", "JETSTREAM_GPUS_PER_NODE", "MASTER_ADDR", "MASTER_PORT",
-                           "NODE_RANK", "SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NODEID"})
+# set by jsctl's launch contract on every engine (JOB_ID is resolved at plan time instead)
+CORE_RUNTIME_NAMES = RuntimeNames(frozenset({"MASTER_ADDR", "MASTER_PORT", "NODE_RANK"}), ("JETSTREAM_",))
 ENV_PREFIX = "JSCTL_VAR_"
 
 
-def is_runtime_name(name: str) -> bool:
-    return name in RUNTIME_NAMES or name.startswith("JETSTREAM_")
+def is_runtime_name(name: str, provided: RuntimeNames = NONE) -> bool:
+    """Set when the job runs: by jsctl on every engine, or by an installed provider's engine (`provided`)."""
+    return name in CORE_RUNTIME_NAMES or name in provided
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,10 @@ def collect(cli_vars: Iterable[str] = (), var_files: Iterable[str] = (),
 
 
 def interpolate(doc: Document, data: Any, variables: Variables, job_id: str | None,
-                leave: frozenset[str] = frozenset()) -> tuple[Any, list[Diagnostic]]:
-    """A copy of `data` with every `${...}` resolved; `leave` names are kept for run time."""
+                leave: frozenset[str] = frozenset(),
+                runtime: RuntimeNames = NONE) -> tuple[Any, list[Diagnostic]]:
+    """A copy of `data` with every `${...}` resolved; `leave` names, and the names providers set
+    when the job runs (`runtime`), are kept for run time."""
     diags: list[Diagnostic] = []
 
     def walk(node: Any, path: tuple) -> Any:
@@ -98,7 +104,7 @@ def interpolate(doc: Document, data: Any, variables: Variables, job_id: str | No
                 return variables.values[name]
             if name == "JOB_ID" and job_id is not None:
                 return job_id
-            if is_runtime_name(name) or name in leave or name == "JOB_ID":
+            if is_runtime_name(name, runtime) or name in leave or name == "JOB_ID":
                 return m.group(0)
             if default is not None:
                 return default

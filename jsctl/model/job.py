@@ -1,10 +1,12 @@
 """Where a job runs (Placement) and everything a provider needs to render it (JobContext)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from jsctl.model.cluster import Cluster
+from jsctl.model.runtime_names import NONE, RuntimeNames
 from jsctl.model.spec import JobSpec
 
 
@@ -24,6 +26,16 @@ class Placement:
     capacity: str
     price_per_hour: float | None  # for the whole allocation
     emulated: bool = False  # GPUs are worker processes on CPU
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "Placement | None":
+        if not d:
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
     @property
     def workers(self) -> int:
@@ -53,3 +65,4 @@ class JobContext:
     strategy: Mapping[str, Any] = field(default_factory=dict)  # JETSTREAM_STRATEGY
     workdir: str = "."  # directory of the job file: relative paths in commands resolve here
     cluster: Cluster | None = None  # the inventory entry of placement.cluster, with its settings
+    runtime_names: RuntimeNames = NONE  # names the engine sets when the job runs (its provider declares them)

@@ -3,13 +3,206 @@ from __future__ import annotations
 
 import copy
 import uuid
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
 
 from jsctl import __version__
 from jsctl.errors import StateError
+from jsctl.model.status import JobHandle, LiveStatus
 
 FORMAT_VERSION = 1
+
+_NUMBER = (int, float)
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, _NUMBER) and not isinstance(value, bool) else None
+
+
+@dataclass(frozen=True)
+class RecordStatus:
+    """The last status jsctl knows of a job (a record's `status`): jsctl's phase beside the engine's word."""
+
+    phase: str = "UNKNOWN"
+    engine_state: str | None = None
+    reason: str | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    restarts: int | None = None
+    previous_phase: str | None = None  # the phase before the last change
+    stopped_by_jsctl: bool = False  # `jsctl stop` ended it, so it is not drift
+
+    @classmethod
+    def submitted(cls) -> "RecordStatus":
+        return cls("PENDING", "submitted")
+
+    def observed(self, live: LiveStatus) -> "RecordStatus":
+        """This status with what an engine said: every field it knows replaces ours (`reason` always)."""
+        new = {"phase": live.phase, "engine_state": live.engine_state, "reason": live.reason,
+               "started_at": live.started_at, "ended_at": live.ended_at, "exit_code": live.exit_code,
+               "restarts": live.restarts}
+        changed = replace(self, **{k: v for k, v in new.items() if v is not None or k == "reason"})
+        if changed.phase != self.phase:
+            changed = replace(changed, previous_phase=self.phase)
+        return changed
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"phase": self.phase, "engine_state": self.engine_state}
+        for key in ("reason", "started_at", "ended_at", "exit_code", "restarts", "previous_phase"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.stopped_by_jsctl:
+            out["stopped_by_jsctl"] = True
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "RecordStatus":
+        d = d if isinstance(d, Mapping) else {}
+        restarts = d.get("restarts")
+        return cls(str(d.get("phase") or "UNKNOWN"), d.get("engine_state"), d.get("reason"),
+                   _num(d.get("started_at")), _num(d.get("ended_at")), d.get("exit_code"),
+                   int(restarts) if isinstance(restarts, int) else None, d.get("previous_phase"),
+                   bool(d.get("stopped_by_jsctl")))
+
+
+@dataclass(frozen=True)
+class CostBasis:
+    """The price recorded at submission, so a cost report survives catalog changes."""
+
+    price_per_hour: float | None = None
+    capacity: str | None = None  # on-demand, spot, ...
+    bound: float | None = None  # the plan's worst case for the run
+    estimate: float | None = None  # the plan's expected cost for the run
+    time_limit_s: float | None = None  # older records: price × time limit is the estimate
+    extra: Mapping[str, Any] = field(default_factory=dict)  # keys this jsctl does not know, kept as they were
+
+    _KEYS = ("price_per_hour", "capacity", "bound", "estimate", "time_limit_s")
+
+    def expected(self) -> float | None:
+        """The cost the plan expected for this run."""
+        for value in (self.estimate, _num(self.extra.get("expected")), self.bound):
+            if value is not None:
+                return value
+        duration = _num(self.extra.get("duration_s")) or self.time_limit_s
+        if self.price_per_hour is not None and duration is not None:
+            return round(self.price_per_hour * duration / 3600.0, 2)
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"price_per_hour": self.price_per_hour, "capacity": self.capacity,
+                               "bound": self.bound, "estimate": self.estimate}
+        if self.time_limit_s is not None:
+            out["time_limit_s"] = self.time_limit_s
+        return {**out, **self.extra}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "CostBasis":
+        d = d if isinstance(d, Mapping) else {}
+        return cls(_num(d.get("price_per_hour")), d.get("capacity"), _num(d.get("bound")), _num(d.get("estimate")),
+                   _num(d.get("time_limit_s")), {k: v for k, v in d.items() if k not in cls._KEYS})
+
+
+@dataclass(frozen=True)
+class RecordEvent:
+    """One line of a job's history (`jsctl describe` shows them)."""
+
+    time: float
+    event: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"time": self.time, "event": self.event}
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """An earlier run of the same address (kept on replace, for cost reports)."""
+
+    job_id: str | None
+    status: RecordStatus
+    cost_basis: CostBasis
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job_id": self.job_id, "status": self.status.to_dict(), "cost_basis": self.cost_basis.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "PastRun":
+        return cls(d.get("job_id"), RecordStatus.from_dict(d.get("status")), CostBasis.from_dict(d.get("cost_basis")))
+
+
+@dataclass(frozen=True)
+class StateRecord:
+    """What state knows of one job (`resources[address]`). `to_dict` writes the state file's shape."""
+
+    address: str
+    name: str
+    generation: int
+    provider: str | None = None
+    cluster: str | None = None
+    job_id: str | None = None
+    handle: JobHandle | None = None
+    spec: Mapping[str, Any] | None = None  # the resolved job document
+    artifact_digest: str | None = None
+    artifact: Mapping[str, Any] | None = None  # the rendered artifact as planned (RenderedArtifact.to_dict)
+    placement: Mapping[str, Any] | None = None
+    strategy: Mapping[str, Any] = field(default_factory=dict)
+    depends_on: tuple[str, ...] = ()
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    status: RecordStatus = field(default_factory=RecordStatus)
+    created_at: float | None = None
+    updated_at: float | None = None
+    submitted_at: float | None = None
+    cost_basis: CostBasis = field(default_factory=CostBasis)
+    events: tuple[RecordEvent, ...] = ()
+    history: tuple[PastRun, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)  # keys this jsctl does not know, kept as they were
+
+    _KEYS = ("address", "name", "generation", "provider", "cluster", "job_id", "handle", "spec", "artifact_digest",
+             "artifact", "placement", "strategy", "depends_on", "outputs", "status", "created_at", "updated_at",
+             "submitted_at", "cost_basis", "events", "history", "last_status")
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the job holds while it runs: nodes × GPUs per node of its placement."""
+        p = self.placement or {}
+        return int(p.get("nodes") or 1) * int(p.get("gpus_per_node") or 0)
+
+    def with_event(self, text: str, now: float) -> "StateRecord":
+        return replace(self, events=(*self.events, RecordEvent(now, text)), updated_at=now)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "address": self.address, "name": self.name, "provider": self.provider, "cluster": self.cluster,
+            "job_id": self.job_id, "generation": self.generation,
+            "handle": str(self.handle) if self.handle else None, "spec": self.spec,
+            "artifact_digest": self.artifact_digest, "artifact": self.artifact, "placement": self.placement,
+            "strategy": dict(self.strategy), "depends_on": list(self.depends_on), "outputs": dict(self.outputs),
+            "status": self.status.to_dict(), "created_at": self.created_at, "updated_at": self.updated_at,
+            "submitted_at": self.submitted_at, "cost_basis": self.cost_basis.to_dict(),
+            "events": [e.to_dict() for e in self.events]}
+        if self.history:
+            out["history"] = [h.to_dict() for h in self.history]
+        return {**out, **self.extra}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], address: str | None = None) -> "StateRecord":
+        """A record as the state file holds it; missing keys take their defaults (older files)."""
+        handle = d.get("handle")
+        status = d.get("status") or d.get("last_status")
+        return cls(
+            address=str(d.get("address") or address or ""), name=str(d.get("name") or (address or "").rsplit(".", 1)[-1]),
+            generation=int(d.get("generation") or 0), provider=d.get("provider"), cluster=d.get("cluster"),
+            job_id=d.get("job_id"), handle=JobHandle.parse(handle) if handle else None, spec=d.get("spec"),
+            artifact_digest=d.get("artifact_digest"), artifact=d.get("artifact"), placement=d.get("placement"),
+            strategy=d.get("strategy") or {}, depends_on=tuple(d.get("depends_on") or ()),
+            outputs=d.get("outputs") or {}, status=RecordStatus.from_dict(status),
+            created_at=_num(d.get("created_at")), updated_at=_num(d.get("updated_at")),
+            submitted_at=_num(d.get("submitted_at")), cost_basis=CostBasis.from_dict(d.get("cost_basis")),
+            events=tuple(RecordEvent(float(e.get("time") or 0), str(e.get("event", ""))) for e in d.get("events") or ()
+                         if isinstance(e, Mapping)),
+            history=tuple(PastRun.from_dict(h) for h in d.get("history") or () if isinstance(h, Mapping)),
+            extra={k: v for k, v in d.items() if k not in cls._KEYS})
 
 
 @dataclass
@@ -43,29 +236,34 @@ class State:
             return int(prior["generation"])
         return int(self.generations.get(address, 0)) + 1
 
-    def put(self, address: str, record: dict) -> None:
-        self.resources[address] = record
-        self.generations[address] = max(int(record["generation"]), int(self.generations.get(address, 0)))
+    def record(self, address: str) -> StateRecord | None:
+        """The typed record at `address` (`resources` keeps the file's JSON shape, which plans embed)."""
+        d = self.resources.get(address)
+        return StateRecord.from_dict(d, address) if d is not None else None
+
+    def records(self) -> dict[str, StateRecord]:
+        """Every record, typed, by address (sorted)."""
+        return {a: StateRecord.from_dict(d, a) for a, d in sorted(self.resources.items())}
+
+    def put(self, address: str, record: StateRecord | Mapping[str, Any]) -> None:
+        d = record.to_dict() if isinstance(record, StateRecord) else dict(record)
+        self.resources[address] = d
+        self.generations[address] = max(int(d["generation"]), int(self.generations.get(address, 0)))
         self.serial += 1
 
-    def observe(self, address: str, status: dict, now: float) -> bool:
+    def observe(self, address: str, live: LiveStatus, now: float) -> bool:
         """Record an observed status. Observations are not configuration: the serial stays, so a
         saved plan is not made stale by someone running `jsctl status`. True when it changed."""
-        record = self.resources.get(address)
+        record = self.record(address)
         if record is None:
             return False
-        before = record.get("status") or {}
-        merged = {**before, **{k: v for k, v in status.items() if v is not None or k == "reason"}}
-        if merged == before:
+        status = record.status.observed(live)
+        if status == record.status:
             return False
-        if merged.get("phase") != before.get("phase"):
-            merged["previous_phase"] = before.get("phase")
-            event = f"{before.get('phase', '?')} -> {merged.get('phase')}"
-            if merged.get("reason"):
-                event += f" ({merged['reason']})"
-            record["events"] = [*(record.get("events") or []), {"time": now, "event": event}]
-        record["status"] = merged
-        record["updated_at"] = now
+        if status.phase != record.status.phase:
+            event = f"{record.status.phase} -> {status.phase}" + (f" ({status.reason})" if status.reason else "")
+            record = record.with_event(event, now)
+        self.resources[address] = replace(record, status=status, updated_at=now).to_dict()
         return True
 
     def remove(self, address: str) -> None:
@@ -76,5 +274,5 @@ class State:
         """Addresses matching a job name, address, job id or handle."""
         if ref in self.resources:
             return [ref]
-        return [a for a, r in self.resources.items()
-                if ref in (r.get("name"), r.get("job_id"), r.get("handle")) or a.endswith(f".job.{ref}")]
+        return [a for a, r in self.records().items()
+                if ref in (r.name, r.job_id, r.handle and str(r.handle)) or a.endswith(f".job.{ref}")]

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Mapping
 
@@ -36,63 +35,16 @@ from jsctl.config.loader import Document, load_file
 from jsctl.config.quantities import parse_bytes
 from jsctl.errors import ConfigError
 from jsctl.model import gpus
+from jsctl.model.catalog import GIB, Catalog, InstanceType
 
 CLOUDS = ("aws", "gcp", "azure")
 INTERCONNECTS = ("efa", "gpudirect-tcpx", "gpudirect-tcpxo", "gpudirect-rdma", "infiniband", "roce")
-GIB = 2**30
 
 ENTRY_FIELDS = ("cloud", "name", "gpu", "gpus", "vcpus", "memory", "memory_gib", "interconnect", "nvlink", "region",
                 "on_demand", "spot", "date", "source", "note")
 REQUIRED_NEW = ("gpus", "vcpus", "region")  # plus gpu (null allowed for CPU-only), memory, a price
 TOP_FIELDS = ("version", "about", "format_version", "sources", "instances")
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-
-
-@dataclass(frozen=True)
-class InstanceType:
-    cloud: str  # aws | gcp | azure
-    name: str
-    gpu_type: str | None  # catalog GPU name (gpus.json); None = CPU only
-    gpus: int
-    vcpus: int
-    memory_bytes: int
-    interconnect: str | None  # efa, gpudirect-tcpx, infiniband; None = ordinary networking only
-    nvlink: bool
-    region: str  # the reference region of the prices
-    on_demand: float | None  # $/instance-hour
-    spot: float | None  # $/instance-hour; None = no spot price known
-    date: str | None  # when the prices were read
-    source: str  # where they were read
-    note: str | None = None
-    origin: str = "built-in catalog"
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.cloud, self.name.lower()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cloud": self.cloud, "name": self.name, "gpu": self.gpu_type, "gpus": self.gpus, "vcpus": self.vcpus,
-                "memory_gib": self.memory_bytes / GIB, "interconnect": self.interconnect, "nvlink": self.nvlink,
-                "region": self.region, "on_demand": self.on_demand, "spot": self.spot, "date": self.date,
-                "source": self.source, "note": self.note, "origin": self.origin}
-
-
-@dataclass(frozen=True)
-class Catalog:
-    instances: tuple[InstanceType, ...]
-    _index: Mapping[tuple[str, str], InstanceType] = field(default_factory=dict, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", {i.key: i for i in self.instances})
-
-    def get(self, cloud: str, name: str) -> InstanceType | None:
-        return self._index.get((cloud, name.lower()))
-
-    def for_cloud(self, cloud: str) -> tuple[InstanceType, ...]:
-        return tuple(i for i in self.instances if i.cloud == cloud)
-
-    def names(self, cloud: str) -> list[str]:
-        return [i.name for i in self.instances if i.cloud == cloud]
 
 
 def _source_text(sources: Mapping[str, Any], ref: str) -> str:
@@ -293,13 +245,3 @@ def load(path: str | None, base: Catalog | None = None) -> Catalog:
         raise exc
     return merge(base, doc)
 
-
-def with_overrides(base: Catalog, entries: list[InstanceType]) -> Catalog:
-    """A catalog with whole entries replaced or added (for tests and programmatic use)."""
-    by_key = {i.key: i for i in base.instances}
-    order = [i.key for i in base.instances]
-    for e in entries:
-        if e.key not in by_key:
-            order.append(e.key)
-        by_key[e.key] = e
-    return Catalog(tuple(by_key[k] for k in order))

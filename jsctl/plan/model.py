@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from jsctl.plan.cost import CostEstimate, PlanCost
-from jsctl.plan.diff import FieldChange
+from jsctl.model.diff import FieldChange
 from jsctl.plan.placement import Candidate
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.job import Placement
@@ -32,18 +31,30 @@ class ResourceChange:
     spec: dict | None = None  # the resolved job document
     file: str | None = None
     before: dict | None = None  # the prior state record
-    fields: tuple[FieldChange, ...] = ()
+    fields: tuple[FieldChange, ...] = ()  # the job document's changed fields (what the user edited)
+    forces: tuple[str, ...] = ()  # request fields whose change forces replacement (the provider's diff)
     depends_on: tuple[str, ...] = ()
     strategy: dict = field(default_factory=dict)
     strategy_text: str = ""
-    secrets: tuple[str, ...] = ()
     outputs: dict = field(default_factory=dict)
     drift: str | None = None
-    price_per_hour: float | None = None
-    run_bound: float | None = None
     cost: CostEstimate | None = None
     scheduler: str | None = None  # --check-remote: the engine's answer (start estimate, or why not)
     refused: bool = False  # --check-remote: the engine says it cannot run this job
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Secret names whose values apply reads from the environment."""
+        return self.artifact.secrets if self.artifact else ()
+
+    @property
+    def price_per_hour(self) -> float | None:
+        return self.placement.price_per_hour if self.placement else None
+
+    @property
+    def run_bound(self) -> float | None:
+        """At most this much for one run (time_limit or --duration), when a price is known."""
+        return self.cost.worst if self.cost else None
 
 
 @dataclass(frozen=True)
@@ -71,24 +82,3 @@ class Plan:
 
     def change(self, address: str) -> ResourceChange | None:
         return next((c for c in self.changes if c.address == address), None)
-
-
-def placement_dict(p: Placement | None) -> dict | None:
-    if p is None:
-        return None
-    return {"cluster": p.cluster, "provider": p.provider, "pool": p.pool, "nodes": p.nodes,
-            "gpus_per_node": p.gpus_per_node, "gpu_type": p.gpu_type, "cpus_per_task": p.cpus_per_task,
-            "memory_per_node": p.memory_per_node, "interconnect": p.interconnect, "capacity": p.capacity,
-            "price_per_hour": p.price_per_hour, "emulated": p.emulated}
-
-
-def placement_from(d: dict | None) -> Placement | None:
-    return Placement(**d) if d else None
-
-
-def candidate_dict(c: Candidate) -> dict[str, Any]:
-    o = c.offer
-    return {"cluster": o.cluster, "provider": o.provider, "pool": o.pool, "region": o.region,
-            "gpu_type": o.gpu_type, "nodes": c.nodes, "gpus_per_node": c.gpus_per_node,
-            "price_per_hour": c.price_per_hour, "feasible": c.feasible, "chosen": c.chosen,
-            "reasons": list(c.reasons)}

@@ -5,7 +5,7 @@ import json
 from typing import Any
 
 from jsctl.plan import cost
-from jsctl.plan.model import SYMBOL, TF_ACTIONS, Plan, ResourceChange, candidate_dict, placement_dict
+from jsctl.plan.model import SYMBOL, TF_ACTIONS, Plan, ResourceChange
 from jsctl.plan.placement import PlacementResult, candidates_table
 
 JSON_FORMAT_VERSION = "1.0"
@@ -35,12 +35,10 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
     mark = "+" if c.action in ("create", "replace") else " "
     if c.action in ("update", "replace") and c.fields:
         for f in c.fields:
-            forces = "   # forces replacement" if c.action == "replace" and any(f.path in r for r in c.reasons) else ""
-            out.append(f"      ~ {f.path} = {_short(f.before)} -> {_short(f.after)}{forces}")
+            out.append(f"      ~ {f.path} = {_short(f.before)} -> {_short(f.after)}")
     if c.action == "replace":
         for r in c.reasons:
-            if "forces replacement" not in r:
-                out.append(f"      # {r}")
+            out.append(f"      # {r}")
     p = c.placement
     before_id = (c.before or {}).get("job_id")
     if before_id and before_id != c.job_id:
@@ -61,7 +59,7 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
         if assumed:
             out.append(f"                    ({assumed})")
     if c.artifact:
-        command = c.artifact.request.get("argv")
+        command = getattr(c.artifact.request, "argv", None)
         if command:
             out.append(f"      {mark} command     = {' '.join(command)}")
         for name, path in c.outputs.items():
@@ -152,18 +150,17 @@ def to_json(plan: Plan) -> dict:
         after = None
         if c.action != "delete":
             after = {"job_id": c.job_id, "generation": c.generation, "spec": c.spec,
-                     "placement": placement_dict(c.placement), "strategy": c.strategy,
+                     "placement": c.placement.to_dict() if c.placement else None, "strategy": c.strategy,
                      "artifact": c.artifact.to_dict() if c.artifact else None,
                      "artifact_digest": c.artifact.digest if c.artifact else None,
                      "outputs": c.outputs, "depends_on": list(c.depends_on), "secrets": list(c.secrets),
-                     "price_per_hour": c.price_per_hour, "run_bound": c.run_bound,
                      "cost": c.cost.to_dict() if c.cost else None}
         changes.append({
             "address": c.address, "name": c.name, "type": "job", "provider": c.provider, "cluster": c.cluster,
             "change": {"actions": TF_ACTIONS[c.action], "before": c.before, "after": after,
-                       "reasons": list(c.reasons),
+                       "reasons": list(c.reasons), "forces_replacement": list(c.forces),
                        "fields": [{"path": f.path, "before": f.before, "after": f.after} for f in c.fields]},
-            "candidates": [candidate_dict(x) for x in c.candidates],
+            "candidates": [x.to_dict() for x in c.candidates],
             "drift": c.drift, "scheduler": c.scheduler, "refused": c.refused,
         })
     add, change, destroy = plan.count()

@@ -85,10 +85,7 @@ class PlacementResult:
     def to_dict(self) -> dict[str, Any]:
         p = self.placement
         return {"feasible": self.feasible, "why": self.why,
-                "placement": None if p is None else {
-                    "cluster": p.cluster, "provider": p.provider, "pool": p.pool, "nodes": p.nodes,
-                    "gpus_per_node": p.gpus_per_node, "gpu_type": p.gpu_type, "interconnect": p.interconnect,
-                    "capacity": p.capacity, "price_per_hour": p.price_per_hour},
+                "placement": None if p is None else p.to_dict(),
                 "candidates": [c.to_dict() for c in self.candidates]}
 
 

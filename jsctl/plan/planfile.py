@@ -7,20 +7,20 @@ import os
 from dataclasses import fields
 
 from jsctl.errors import PlanError
+from jsctl.files import write_json
 from jsctl.plan.cost import CostEstimate
-from jsctl.plan.model import Plan, ResourceChange, placement_from
+from jsctl.plan.model import Plan, ResourceChange
+from jsctl.model.job import Placement
 from jsctl.plan.output import to_json
 from jsctl.model.artifact import RenderedArtifact
+from jsctl.providers import registry
 
 KIND = "jsctl-plan"
 
 
 def save(plan: Plan, path: str) -> None:
     data = {"kind": KIND, **to_json(plan)}
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    write_json(path, data, indent=1)
 
 
 def _cost(d: dict | None) -> CostEstimate | None:
@@ -49,12 +49,11 @@ def load(path: str) -> Plan:
             address=rc["address"], name=rc["name"], action=action, reasons=tuple(ch.get("reasons") or ()),
             job_id=after.get("job_id") or (ch.get("before") or {}).get("job_id"),
             generation=after.get("generation") or (ch.get("before") or {}).get("generation"),
-            provider=rc.get("provider"), cluster=rc.get("cluster"), placement=placement_from(after.get("placement")),
-            artifact=RenderedArtifact.from_dict(art) if art else None, spec=after.get("spec"),
+            provider=rc.get("provider"), cluster=rc.get("cluster"), placement=Placement.from_dict(after.get("placement")),
+            artifact=RenderedArtifact.from_dict(art, registry.get(rc["provider"]).request_type()) if art else None,
+            spec=after.get("spec"), forces=tuple(ch.get("forces_replacement") or ()),
             before=ch.get("before"), depends_on=tuple(after.get("depends_on") or ()),
-            strategy=after.get("strategy") or {}, secrets=tuple(after.get("secrets") or ()),
-            outputs=after.get("outputs") or {}, price_per_hour=after.get("price_per_hour"),
-            run_bound=after.get("run_bound"), cost=_cost(after.get("cost"))))
+            strategy=after.get("strategy") or {}, outputs=after.get("outputs") or {}, cost=_cost(after.get("cost"))))
     prior = data["prior_state"]
     return Plan(tuple(changes), prior["serial"], prior["lineage"], prior["exists"], tuple(data.get("files") or ()),
                 data.get("workspace"), data.get("destroy", False))

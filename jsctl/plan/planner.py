@@ -7,8 +7,8 @@ from typing import Mapping, Sequence
 
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
 from jsctl.config.workspace import Workspace
-from jsctl.errors import ConfigError, PlanError
-from jsctl.plan.diff import field_changes
+from jsctl.errors import ConfigError, JsctlError, PlanError
+from jsctl.model.diff import field_changes
 from jsctl.model.address import job_id
 from jsctl.plan.model import Plan, ResourceChange
 from jsctl.plan import cost
@@ -16,10 +16,12 @@ from jsctl.plan.catalog import Catalog, builtin
 from jsctl.plan.offers import cloud_offers, cloud_of
 from jsctl.plan.placement import PlacementResult, infeasible_message, place
 from jsctl.plan.resolve import JobSource, Sources, output_paths, resolve_job
-from jsctl.plan.strategy import advise
+from jsctl.plan.strategy import StrategyAdvice, advise
 from jsctl.providers import registry
 from jsctl.model.cluster import Facts, Offer
+from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.job import JobContext
+from jsctl.model.spec import JobSpec
 from jsctl.model.status import LiveStatus
 from jsctl.model.state import State
 
@@ -127,53 +129,62 @@ def _drift(record: dict, live: LiveStatus | None) -> str | None:
         (f", {live.reason}" if live.reason else "") + ")"
 
 
+@dataclass(frozen=True)
+class Built:
+    """One job resolved, placed, sized and rendered (placement may have failed: then only candidates)."""
+
+    spec: JobSpec
+    result: PlacementResult
+    ctx: JobContext | None = None
+    artifact: RenderedArtifact | None = None
+    advice: StrategyAdvice | None = None
+
+
 def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInputs, offers: list[Offer],
               upstream: dict[str, dict[str, str]], diags: list[Diagnostic]) -> ResourceChange | None:
     generation = state.next_generation(source.address)
     built = _build(source, generation, offers, inp, upstream, diags)
     if built is None:
         return None
-    spec, result, ctx, artifact, advice = built
     live = inp.live.get(source.address)
-    action, reasons, drift, fields = "create", (), None, ()
+    action, reasons, drift, forces = "create", (), None, ()
     if prior:
         drift = _drift(prior, live)
         phase = live.phase if live else (prior.get("status") or {}).get("phase")
-        fields = tuple(field_changes(prior.get("spec") or {}, spec.document))
-        moved = prior.get("cluster") != (result.placement.cluster if result.placement else None)
-        if result.placement is None:
+        placement = built.result.placement
+        if placement is None:
             action = "replace"
         elif phase in ("FAILED", "CANCELLED", "UNKNOWN"):
             action = "replace"
             reasons = (f"job is {phase}" + (f" ({live.reason})" if live and live.reason else "") + "; it runs again",)
-        elif moved:
-            action, reasons = "replace", (f"placement moves from {prior.get('cluster')} to "
-                                          f"{result.placement.cluster}",)
+        elif prior.get("cluster") != placement.cluster:
+            action, reasons = "replace", (f"placement moves from {prior.get('cluster')} to {placement.cluster}",)
         else:
-            verdict = registry.get(result.placement.provider).diff(prior, ctx, artifact, live)
-            action, reasons = verdict.action, verdict.reasons
+            assert built.artifact is not None
+            verdict = registry.get(placement.provider).diff(prior.get("artifact"), built.artifact)
+            action, reasons, forces = verdict.action, verdict.reasons, verdict.fields
+            if action == "no-op" and prior.get("spec") != built.spec.document:
+                action = "update"  # bookkeeping only (labels, ...): what runs stays as it is
         if action == "replace":
             built = _build(source, generation + 1, offers, inp, upstream, diags)
             if built is None:
                 return None
-            spec, result, ctx, artifact, advice = built
-            fields = tuple(field_changes(prior.get("spec") or {}, spec.document))
-    p = result.placement
+    spec, p, ctx, advice = built.spec, built.result.placement, built.ctx, built.advice
     estimate = cost.estimate(source.address, spec, p, inp.duration_s,
                              prior_price_per_hour=((prior or {}).get("cost_basis") or {}).get("price_per_hour"))
     return ResourceChange(
         address=source.address, name=source.name, action=action, reasons=tuple(reasons),
         job_id=ctx.job_id if ctx else job_id(source.name, source.address, generation),
         generation=ctx.generation if ctx else generation, provider=p.provider if p else None,
-        cluster=p.cluster if p else None, placement=p, candidates=result.candidates, artifact=artifact,
-        spec=spec.document, file=spec.file, before=prior, fields=fields, depends_on=source.depends_on,
-        strategy=advice.to_env() if advice else {}, strategy_text=advice.describe() if advice else "",
-        secrets=spec.environment.secrets, outputs=output_paths(spec), drift=drift,
-        price_per_hour=p.price_per_hour if p else None, cost=estimate, run_bound=estimate.worst)
+        cluster=p.cluster if p else None, placement=p, candidates=built.result.candidates, artifact=built.artifact,
+        spec=spec.document, file=spec.file, before=prior,
+        fields=tuple(field_changes(prior.get("spec") or {}, spec.document)) if prior else (), forces=tuple(forces),
+        depends_on=source.depends_on, strategy=advice.to_env() if advice else {},
+        strategy_text=advice.describe() if advice else "", outputs=output_paths(spec), drift=drift, cost=estimate)
 
 
 def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInputs,
-           upstream: dict[str, dict[str, str]], diags: list[Diagnostic]):
+           upstream: dict[str, dict[str, str]], diags: list[Diagnostic]) -> Built | None:
     spec, ds = resolve_job(source, generation, upstream)
     diags.extend(d for d in ds if d.severity == "error")
     if spec is None:
@@ -187,7 +198,7 @@ def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInp
         return None
     result = place(spec, offers, inp.workspace.prefer)
     if result.placement is None:
-        return spec, result, None, None, None
+        return Built(spec, result)
     advice = advise(spec, result.placement)
     cluster = inp.workspace.cluster(result.placement.cluster)
     ctx = JobContext(source.address, job_id(source.name, source.address, generation), generation, spec,
@@ -199,5 +210,10 @@ def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInp
     diags.extend(d for d in problems if d.severity == "error")
     if any(d.severity == "error" for d in problems):
         return None
-    return spec, result, ctx, provider.render(ctx, facts), advice
-
+    try:
+        artifact = provider.render(ctx, facts)
+    except JsctlError as exc:
+        diags.append(error("P002", f"{result.placement.provider}: cannot render {source.address}: {exc.message}",
+                           spec.file, hint=exc.hint))
+        return None
+    return Built(spec, result, ctx, artifact, advice)

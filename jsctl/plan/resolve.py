@@ -19,6 +19,7 @@ from jsctl.model.spec import JobSpec
 from jsctl.config.variables import Variables, column_offset, interpolate
 from jsctl.plan import dag
 from jsctl.model.address import job_address, job_id
+from jsctl.model.runtime_names import NONE, RuntimeNames
 
 REF = re.compile(r"\{\{\s*jobs\.([^.\s{}]+)\.outputs\.([^.\s{}]+)\s*\}\}")
 
@@ -60,8 +61,10 @@ class Sources:
         return {p: d.text for p, d in self.documents.items()}
 
 
-def load_sources(paths: Iterable[str], variables: Variables) -> tuple[Sources, list[Diagnostic]]:
-    """Load job and workflow files (kind detected from content) into sources in dependency order."""
+def load_sources(paths: Iterable[str], variables: Variables,
+                 runtime: RuntimeNames = NONE) -> tuple[Sources, list[Diagnostic]]:
+    """Load job and workflow files (kind detected from content) into sources in dependency order;
+    `runtime`: the names the installed providers set when a job runs."""
     sources = Sources()
     diags: list[Diagnostic] = []
     found: list[JobSource] = []
@@ -73,7 +76,7 @@ def load_sources(paths: Iterable[str], variables: Variables) -> tuple[Sources, l
             docs.append(doc)
     for doc in docs:
         if doc.kind == "workflow":
-            found.extend(_workflow_sources(doc, variables, sources, diags))
+            found.extend(_workflow_sources(doc, variables, sources, diags, runtime))
     claimed = {os.path.normpath(j.doc.path) for j in found}
     for doc in docs:
         if doc.kind == "workflow" or os.path.normpath(doc.path) in claimed:
@@ -131,8 +134,8 @@ def _references(doc: Document) -> list[Reference]:
 
 
 def _workflow_sources(doc: Document, variables: Variables, sources: Sources,
-                      diags: list[Diagnostic]) -> list[JobSource]:
-    data, ds = interpolate(doc, doc.data, variables, None)
+                      diags: list[Diagnostic], runtime: RuntimeNames = NONE) -> list[JobSource]:
+    data, ds = interpolate(doc, doc.data, variables, None, runtime=runtime)
     diags.extend(ds)
     ds = schema.validate(doc, "workflow", data)
     diags.extend(ds)
@@ -214,15 +217,16 @@ def _outputs(doc: Document) -> list[dict]:
     return [o for o in outs or [] if isinstance(o, dict)]
 
 
-def resolve_job(source: JobSource, generation: int,
-                upstream: Mapping[str, Mapping[str, str]] | None = None) -> tuple[JobSpec | None, list[Diagnostic]]:
-    """The job's spec with variables, `${JOB_ID}` and upstream references resolved, validated."""
+def resolve_job(source: JobSource, generation: int, upstream: Mapping[str, Mapping[str, str]] | None = None,
+                runtime: RuntimeNames = NONE) -> tuple[JobSpec | None, list[Diagnostic]]:
+    """The job's spec with variables, `${JOB_ID}` and upstream references resolved, validated;
+    `runtime`: the names the installed providers set when a job runs (left for run time)."""
     doc = source.doc
     env = doc.data.get("environment") if isinstance(doc.data.get("environment"), dict) else {}
     leave = frozenset(list((env.get("env_vars") or {}) if isinstance(env.get("env_vars"), dict) else ())
                       + [s for s in env.get("secrets") or [] if isinstance(s, str)])
     the_id = job_id(source.name, source.address, generation)
-    data, diags = interpolate(doc, doc.data, source.variables, the_id, leave)
+    data, diags = interpolate(doc, doc.data, source.variables, the_id, leave, runtime)
     if source.workflow and source.references:
         data = _substitute(data, source.workflow, upstream or {})
     found = schema.validate(doc, "job", data)

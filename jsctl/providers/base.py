@@ -10,9 +10,11 @@ from typing import Any, Iterator, Mapping
 
 from jsctl.config.diagnostics import Diagnostic
 from jsctl.errors import CapabilityError
-from jsctl.model.artifact import Change, RenderedArtifact
+from jsctl.model.artifact import Change, RenderedArtifact, Request, request_change
+from jsctl.model.catalog import Catalog
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
+from jsctl.model.runtime_names import RuntimeNames
 from jsctl.model.status import JobHandle, LiveStatus
 
 
@@ -25,8 +27,20 @@ class Provider(ABC):
     def capabilities(self) -> Capabilities: ...
 
     @abstractmethod
-    def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
-        """Every place on this cluster a job could run, for placement to choose from."""
+    def offers(self, cluster: Cluster, facts: Facts | None, catalog: Catalog) -> list[Offer]:
+        """Every place on this cluster a job could run, for placement to choose from, with its price.
+        `catalog` (instance types and list prices) is input for providers that price from it (the
+        clouds: `jsctl.model.catalog.instance_offers`); others ignore it."""
+
+    def settings_schema(self) -> dict[str, Any]:
+        """A JSON Schema for one cluster entry's settings in jsctl.yaml (every key besides `name`,
+        `provider` and `description`), checked when the workspace loads. Default: no settings."""
+        return {"type": "object", "additionalProperties": False, "properties": {}}
+
+    def runtime_names(self) -> RuntimeNames:
+        """Environment variables this provider's engine sets when a job runs (names and/or
+        prefixes): `${NAME}` in a job file waits for run time instead of being an error."""
+        return RuntimeNames()
 
     def validate(self, job: JobContext, facts: Facts | None) -> list[Diagnostic]:
         return []
@@ -34,12 +48,25 @@ class Provider(ABC):
     @abstractmethod
     def render(self, job: JobContext, facts: Facts | None) -> RenderedArtifact: ...
 
-    def diff(self, prior: Mapping[str, Any], job: JobContext, artifact: RenderedArtifact,
-             live: LiveStatus | None) -> Change:
-        """Compare a state record with a new artifact. Default: any change replaces."""
-        if prior.get("artifact_digest") == artifact.digest:
-            return Change("no-op")
-        return Change("replace", ("artifact changed",))
+    @abstractmethod
+    def request_type(self) -> type[Request]:
+        """The frozen Request subclass this provider renders (to read a saved plan back)."""
+
+    def diff(self, prior: Mapping[str, Any] | None, artifact: RenderedArtifact) -> Change:
+        """Compare the recorded artifact (its dict, from state) with a new one: request fields that
+        changed, and whether they force replacement (Request.IN_PLACE fields do not)."""
+        if prior is not None and prior.get("request") is not None:
+            try:
+                if RenderedArtifact.from_dict(prior, self.request_type()).digest == artifact.digest:
+                    return Change("no-op")
+            except (TypeError, KeyError):  # recorded by an older jsctl: compare field by field below
+                pass
+        change = request_change((prior or {}).get("request"), artifact.request)
+        if change.action == "no-op":  # same request, other files
+            changed = [n for n, c in artifact.files if [n, c] not in [list(f) for f in (prior or {}).get("files", ())]]
+            return Change("replace", tuple(f"{n} changed (forces replacement)" for n in changed) or
+                          ("artifact changed",), tuple(f"files.{n}" for n in changed))
+        return change
 
     @abstractmethod
     def client(self, cluster: Cluster, workspace_dir: str) -> "ProviderClient": ...

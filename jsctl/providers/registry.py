@@ -1,10 +1,15 @@
-"""Providers by name, from the `jsctl.providers` entry-point group (built-ins register the same way)."""
+"""Providers by name, from the `jsctl.providers` entry-point group (built-ins register the same way),
+and their clients: one per cluster of a workspace, made on first use."""
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from jsctl.errors import ProviderError
-from jsctl.providers.base import Provider
+from jsctl.providers.base import Provider, ProviderClient
+
+if TYPE_CHECKING:
+    from jsctl.config.workspace import Workspace
 
 BUILTIN = {"local": "jsctl.providers.local:LocalProvider", "slurm": "jsctl.providers.slurm:SlurmProvider"}
 
@@ -37,3 +42,20 @@ def get(name: str) -> Provider:
     except (ImportError, AttributeError) as exc:
         raise ProviderError(f"provider '{name}' could not be loaded from {target}: {exc}") from exc
     return cls()
+
+
+class Clients:
+    """One client per cluster of a workspace, made on first use (constructing one touches nothing)."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self._made: dict[str, ProviderClient] = {}
+
+    def get(self, cluster_name: str) -> ProviderClient:
+        if cluster_name not in self._made:
+            cluster = self.workspace.cluster(cluster_name)
+            if cluster is None:
+                raise ProviderError(f"cluster '{cluster_name}' is not in this workspace any more",
+                                    hint="restore it in jsctl.yaml to manage its jobs")
+            self._made[cluster_name] = get(cluster.provider).client(cluster, self.workspace.dir)
+        return self._made[cluster_name]

@@ -36,7 +36,7 @@ def runtime_names(ctx: JobContext) -> frozenset[str]:
 
 
 def expands(name: str, ctx: JobContext) -> bool:
-    return is_runtime_name(name) or name in runtime_names(ctx)
+    return is_runtime_name(name, ctx.runtime_names) or name in runtime_names(ctx)
 
 
 def command(ctx: JobContext) -> tuple[str, ...]:

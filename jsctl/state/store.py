@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 from jsctl.errors import StateError
+from jsctl.files import write_json
 from jsctl.model.state import State
 from jsctl.state.lock import StateLock
 
@@ -42,18 +43,7 @@ class StateStore:
             tmp_backup = self.backup + ".tmp"
             shutil.copyfile(self.path, tmp_backup)
             os.replace(tmp_backup, self.backup)
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(state.to_dict(), fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_json(self.path, state.to_dict())
 
     @contextmanager
     def locked(self, operation: str, timeout: float = 0.0,

@@ -5,15 +5,14 @@ import json
 import os
 from typing import Any, Mapping
 
-from jsctl.plan.diff import field_changes
 from jsctl.model.artifact import Change, RenderedArtifact
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
 from jsctl.model.status import LiveStatus
 from jsctl.providers.base import Provider
+from jsctl.providers.local.request import LocalRunRequest
 from jsctl.render import launch
 
-IN_PLACE = ("job.labels", "job.priority", "job.queue")  # bookkeeping only: a running process keeps running
 # A local run is a scaled-down smoke test: CPU and memory requests per GPU are not enforced here, so the
 # offer states room for any request instead of this machine's size.
 UNENFORCED = 64
@@ -56,36 +55,20 @@ class LocalProvider(Provider):
                          "machine's Python")
         env = launch.environment(job, mounts)
         env["MASTER_ADDR"] = "127.0.0.1"
-        request: dict[str, Any] = {
-            "job_id": job.job_id,
-            "address": job.address,
-            "workdir": job.workdir,
-            "argv": list(launch.command(job)),
-            "env": env,
-            "secrets": list(spec.environment.secrets),
-            "pre_run": [list(h) for h in spec.lifecycle.pre_run],
-            "post_success": [list(h) for h in spec.lifecycle.post_success],
-            "post_failure": [list(h) for h in spec.lifecycle.post_failure],
-            "outputs": sorted({mounts[o.name] for o in spec.outputs}),
-            "workers": job.placement.workers,
-            "max_restarts": spec.recovery.max_restarts,
-            "restart_on_exit_codes": list(spec.recovery.restart_on_exit_codes),
-            "time_limit_s": spec.compute.time_limit_s,
-        }
-        text = json.dumps(request, indent=2, sort_keys=True) + "\n"
+        request = LocalRunRequest(
+            job_id=job.job_id, address=job.address, workdir=job.workdir, argv=launch.command(job), env=env,
+            secrets=spec.environment.secrets, pre_run=spec.lifecycle.pre_run, post_success=spec.lifecycle.post_success,
+            post_failure=spec.lifecycle.post_failure, outputs=tuple(sorted({mounts[o.name] for o in spec.outputs})),
+            workers=job.placement.workers, max_restarts=spec.recovery.max_restarts,
+            restart_on_exit_codes=spec.recovery.restart_on_exit_codes, time_limit_s=spec.compute.time_limit_s)
+        text = json.dumps(request.to_dict(), indent=2, sort_keys=True) + "\n"
         return RenderedArtifact("local-run", job.job_id, (("run.json", text),), request,
                                 f"local run, {job.placement.workers} worker process"
-                                f"{'es' if job.placement.workers != 1 else ''}", tuple(notes))
+                                f"{'es' if job.placement.workers != 1 else ''}", tuple(notes),
+                                secrets=spec.environment.secrets, upstream=job.depends_on)
 
-    def diff(self, prior: Mapping[str, Any], job: JobContext, artifact: RenderedArtifact,
-             live: LiveStatus | None) -> Change:
-        if prior.get("artifact_digest") == artifact.digest and prior.get("spec") == job.spec.document:
-            return Change("no-op")
-        changes = field_changes(prior.get("spec") or {}, job.spec.document)
-        forcing = [c.path for c in changes if not c.path.startswith(IN_PLACE)]
-        if not forcing and prior.get("artifact_digest") == artifact.digest:
-            return Change("update")
-        return Change("replace", tuple(f"{p} forces replacement" for p in forcing) or ("artifact changed",))
+    def request_type(self) -> type[LocalRunRequest]:
+        return LocalRunRequest
 
     def client(self, cluster: Cluster, workspace_dir: str):
         from jsctl.providers.local.client import LocalClient

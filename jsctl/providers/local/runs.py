@@ -5,6 +5,8 @@ import json
 import os
 from typing import Any
 
+from jsctl import files
+
 REQUEST = "run.json"  # the rendered artifact (no secrets)
 STATUS = "status.json"  # written only by the supervisor (and by cancel when the supervisor is gone)
 LOG = "job.log"  # stdout+stderr of hooks and the command, with [jsctl] markers
@@ -27,12 +29,7 @@ def read_json(path: str) -> dict[str, Any] | None:
 
 
 def write_json(path: str, data: dict[str, Any]) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    files.write_json(path, data)
 
 
 def pid_alive(pid: int | None) -> bool:

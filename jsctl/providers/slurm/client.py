@@ -13,6 +13,7 @@ from jsctl.model.cluster import Cluster, Facts
 from jsctl.model.status import JobHandle, LiveStatus
 from jsctl.providers.base import ProviderClient
 from jsctl.providers.slurm import inventory, parse
+from jsctl.providers.slurm.request import SbatchRequest
 from jsctl.providers.slurm.runner import Runner
 from jsctl.providers.slurm.settings import SlurmSettings
 
@@ -61,18 +62,19 @@ class SlurmClient(ProviderClient):
     # ---- apply ------------------------------------------------------------------------------------
     def submit(self, artifact: RenderedArtifact, env: Mapping[str, str],
                upstream: Mapping[str, JobHandle]) -> JobHandle:
-        argv = ["sbatch", "--parsable", "--export=ALL"]
+        request = artifact.request
+        if not isinstance(request, SbatchRequest):
+            raise ProviderError(f"{artifact.job_id}: not a Slurm request ({artifact.kind})")
+        argv = list(request.argv)
         ids = self._dependency_ids(upstream)
         if ids:
             argv += [f"--dependency=afterok:{':'.join(ids)}", "--kill-on-invalid-dep=yes"]
-        wanted = artifact.request.get("secrets")
-        secrets = {k: v for k, v in env.items() if wanted is None or k in wanted}
-        missing = [s for s in wanted or () if s not in secrets]
+        secrets = {k: v for k, v in env.items() if k in artifact.secrets}
+        missing = [s for s in artifact.secrets if s not in secrets]
         if missing:
             raise ProviderError(f"secret{'s' if len(missing) > 1 else ''} not given to submit: {', '.join(missing)}")
-        log_dir = artifact.request.get("log_dir")
-        if log_dir:
-            self.runner.check(["mkdir", "-p", "--", log_dir])
+        if request.log_dir:
+            self.runner.check(["mkdir", "-p", "--", request.log_dir])
         res = self.runner.run(argv, input=_script(artifact), secrets=secrets)
         if not res.ok:
             raise ProviderError(f"sbatch refused {artifact.job_id}: {res.error()}")
@@ -103,7 +105,7 @@ class SlurmClient(ProviderClient):
         return ids
 
     def adopt(self, artifact: RenderedArtifact) -> JobHandle | None:
-        comment = artifact.request.get("comment")
+        comment = artifact.request.comment if isinstance(artifact.request, SbatchRequest) else None
         found = []
         for jid, job in self._squeue().items():
             if job.get("name") != artifact.job_id or (comment and job.get("comment") != comment):

@@ -1,7 +1,6 @@
 """The Slurm provider's pure half: offers, validation, the batch script, and diffs."""
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from jsctl.config.diagnostics import Diagnostic, error, warning
@@ -9,14 +8,11 @@ from jsctl.errors import ProviderError
 from jsctl.model.artifact import Change, RenderedArtifact
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
-from jsctl.model.status import LiveStatus
 from jsctl.providers.base import Provider, ProviderClient
 from jsctl.providers.slurm import inventory, script
+from jsctl.providers.slurm.request import SbatchRequest
 from jsctl.providers.slurm.settings import SlurmSettings
 from jsctl.render import render as render_template
-
-SBATCH_LINE = re.compile(r"^#SBATCH --([a-z-]+)(?:=(.*))?$", re.M)
-
 
 class SlurmProvider(Provider):
     name = "slurm"
@@ -56,10 +52,6 @@ class SlurmProvider(Provider):
                 if any(ch in src + dst for ch in ",:"):
                     out.append(error("SLURM04", f"storage path {src!r} → {dst!r}: {c.runtime} mount lists cannot "
                                      "hold ',' or ':'", file))
-        try:
-            self.render(job, facts)
-        except Exception as exc:  # noqa: BLE001 - report every render problem as a diagnostic
-            out.append(error("SLURM05", f"cannot render the batch script: {getattr(exc, 'message', exc)}", file))
         if job.spec.priority == "high" and not _qos(settings, job.placement.pool, "high"):
             out.append(warning("SLURM06", f"priority high: partition {job.placement.pool} has no QOS for it; "
                                "the job gets Slurm's default priority", file,
@@ -91,38 +83,28 @@ class SlurmProvider(Provider):
             notes.append(f"requeues on preemption: SIGUSR1 {settings.signal_grace_s}s before the end, "
                          "checkpoint, scontrol requeue")
         notes.append(f"log: {ctx['log_file']}")
-        request: dict[str, Any] = {
-            "sbatch": ["sbatch", "--parsable", "--export=ALL"],
-            "script": f"{job.job_id}.sbatch",
-            "partition": job.placement.pool,
-            "nodes": job.placement.nodes,
-            "gpus_per_node": job.placement.gpus_per_node,
-            "comment": script.comment(job.address, job.generation, script_hash),
-            "log_dir": ctx["log_root"],
-            "log_file": ctx["log_file"],
-            "workdir": ctx["workdir"],
-            "depends_on": list(job.depends_on),
-            "dependency": "afterok" if job.depends_on else None,
-            "secrets": list(job.spec.environment.secrets),
-            "container_runtime": c.runtime,
-            "access": settings.access.mode,
-        }
+        options = dict(opt.removeprefix("--").partition("=")[::2] for opt in ctx["sbatch"])
+        options["comment"] = script.sbatch_value(script.comment(job.address, job.generation, script_hash))
+        request = SbatchRequest(argv=("sbatch", "--parsable", "--export=ALL"), script=f"{job.job_id}.sbatch",
+                                options=options, log_dir=ctx["log_root"], workdir=ctx["workdir"],
+                                access=settings.access.mode, container_runtime=c.runtime)
         p = job.placement
         summary = (f"sbatch script: {p.nodes} node{'s' if p.nodes != 1 else ''}"
                    + (f" × {p.gpus_per_node} GPU{'s' if p.gpus_per_node != 1 else ''}" if p.gpus_per_node else "")
                    + f" on {p.pool}")
-        return RenderedArtifact("sbatch-script", job.job_id, ((request["script"], text),), request, summary,
-                                tuple(notes))
+        return RenderedArtifact("sbatch-script", job.job_id, ((request.script, text),), request, summary,
+                                tuple(notes), secrets=job.spec.environment.secrets, upstream=job.depends_on)
 
-    def diff(self, prior: Mapping[str, Any], job: JobContext, artifact: RenderedArtifact,
-             live: LiveStatus | None) -> Change:
-        if prior.get("artifact_digest") == artifact.digest:
-            if live is not None and live.phase == "CANCELLED" and _phase(prior.get("status")) != "CANCELLED":
-                return Change("replace", (f"changed outside jsctl: Slurm says {live.engine_state}"
-                                          + (f" ({live.reason})" if live.reason else ""),))
-            return Change("no-op")
-        reasons = _option_changes(prior.get("artifact"), artifact)
-        return Change("replace", tuple(reasons) or ("batch script changed",))
+    def request_type(self) -> type[SbatchRequest]:
+        return SbatchRequest
+
+    def diff(self, prior: Mapping[str, Any] | None, artifact: RenderedArtifact) -> Change:
+        """Changed #SBATCH options force a new job; a changed script body shows as its comment hash."""
+        change = super().diff(prior, artifact)
+        if "request.options.comment" not in change.fields:
+            return change
+        reasons = [r for r in change.reasons if not r.startswith("request.options.comment ")]
+        return Change(change.action, (*reasons, "script body changed (forces replacement)"), change.fields)
 
     def client(self, cluster: Cluster, workspace_dir: str) -> ProviderClient:
         from jsctl.providers.slurm.client import SlurmClient
@@ -132,36 +114,3 @@ class SlurmProvider(Provider):
 
 def _qos(settings: SlurmSettings, partition: str, priority: str) -> str | None:
     return ((settings.partition(partition) or {}).get("qos") or {}).get(priority)
-
-
-def _phase(status: Any) -> str | None:
-    if isinstance(status, Mapping):
-        return status.get("phase")
-    return status if isinstance(status, str) else None
-
-
-def _options(text: str) -> dict[str, str]:
-    return {m.group(1): m.group(2) or "" for m in SBATCH_LINE.finditer(text)}
-
-
-def _option_changes(prior_artifact: Any, artifact: RenderedArtifact) -> list[str]:
-    """`#SBATCH` options that differ, each forcing a new job; then 'script body changed' if it did."""
-    if not isinstance(prior_artifact, Mapping) or not prior_artifact.get("files"):
-        return []
-    old_text = prior_artifact["files"][0][1]
-    new_text = artifact.files[0][1]
-    old, new = _options(old_text), _options(new_text)
-    reasons = []
-    for key in sorted(set(old) | set(new)):
-        if key in ("job-name", "comment", "output", "error"):
-            continue  # follow the generation
-        if old.get(key) != new.get(key):
-            reasons.append(f"--{key}: {old.get(key, '(none)') or '(set)'} → {new.get(key, '(none)') or '(set)'} "
-                           "(forces replacement)")
-    if _body(old_text) != _body(new_text):
-        reasons.append("script body changed (forces replacement)")
-    return reasons
-
-
-def _body(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.startswith("#"))

@@ -45,7 +45,7 @@ def check(name: str, text: str, update: bool) -> None:
 def describe(c) -> str:
     a = c.artifact
     return json.dumps({"address": c.address, "placement": c.placement.describe(), "summary": a.summary,
-                       "notes": list(a.notes), "request": dict(a.request)}, indent=2, ensure_ascii=False) + "\n"
+                       "notes": list(a.notes), "request": a.request.to_dict()}, indent=2, ensure_ascii=False) + "\n"
 
 
 @pytest.mark.parametrize("runtime", ["pyxis", "apptainer", "none"])

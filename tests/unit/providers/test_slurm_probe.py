@@ -8,6 +8,7 @@ import pytest
 
 from jsctl.errors import ProviderError
 from jsctl.model.artifact import RenderedArtifact
+from jsctl.providers.slurm.request import SbatchRequest
 from jsctl.model.cluster import Cluster
 from jsctl.model.status import JobHandle
 from jsctl.providers.slurm.client import SlurmClient
@@ -92,8 +93,10 @@ def test_refresh_batches_and_falls_back():
 
 
 def art(secrets=("TOKEN",), comment="jsctl:job.a@1:abc"):
+    request = SbatchRequest(("sbatch", "--parsable", "--export=ALL"), "js-a-0000.sbatch", {"comment": comment},
+                            "/shared/logs", None, "local", "none")
     return RenderedArtifact("sbatch-script", "js-a-0000", (("js-a-0000.sbatch", "#!/bin/bash\ntrue\n"),),
-                            {"secrets": list(secrets), "log_dir": "/shared/logs", "comment": comment}, "s")
+                            request, "s", secrets=tuple(secrets))
 
 
 def test_submit_command_line():

@@ -91,7 +91,7 @@ def test_sbatch_options_follow_job_and_placement(tmp_path):
     assert o["job-name"] == c.job_id
     address, generation, script_hash = parse_comment(o["comment"])
     assert (address, generation) == ("job.train", c.generation)
-    assert o["comment"] == c.artifact.request["comment"]
+    assert o["comment"] == c.artifact.request.options["comment"]
     assert hashlib.sha256(text.replace(script_hash, "").encode()).hexdigest()[:12] == script_hash
     assert (o["partition"], o["nodes"], o["ntasks-per-node"], o["gpus-per-node"]) == ("debug", "2", "1", "4")
     assert o["cpus-per-task"] == "8"  # cpu.per_gpu × GPUs per node
@@ -205,9 +205,8 @@ def test_dependencies_are_recorded_not_scripted(tmp_path):
         "b.yaml": CPU_JOB.format(body="true", hooks="").replace("name: prep", "name: b"),
     }
     a, b = plan_changes(tmp_path, files, ["wf.yaml"])
-    assert a.artifact.request["depends_on"] == [] and a.artifact.request["dependency"] is None
-    assert b.artifact.request["depends_on"] == ["workflow.wf.job.a"]
-    assert b.artifact.request["dependency"] == "afterok"
+    assert a.artifact.upstream == () and "dependency" not in a.artifact.request.options
+    assert b.artifact.upstream == ("workflow.wf.job.a",) and "dependency" not in b.artifact.request.options
     assert "#SBATCH --dependency" not in script_of(b)
     assert any("after workflow.wf.job.a" in n for n in b.artifact.notes)
 
@@ -304,7 +303,7 @@ def test_secret_must_reach_the_job(tmp_path):
     c = gpu_change(tmp_path)
     text = script_of(c)
     assert ': "${HF_TOKEN?secret HF_TOKEN did not reach the job}"' in text
-    assert c.artifact.request["secrets"] == ["HF_TOKEN"]
+    assert c.artifact.secrets == ("HF_TOKEN",)
 
 
 def test_per_task_names_expand_on_each_task(tmp_path):
@@ -354,17 +353,12 @@ def test_diff(tmp_path):
     c = gpu_change(tmp_path)
     ctx = _ctx(c)
     art = c.artifact
-    prior = {"artifact_digest": art.digest, "artifact": art.to_dict(), "status": {"phase": "RUNNING"}}
-    assert provider.diff(prior, ctx, art, None).action == "no-op"
-    gone = LiveStatus("CANCELLED", "CANCELLED")
-    verdict = provider.diff(prior, ctx, art, gone)
-    assert verdict.action == "replace" and "changed outside jsctl" in verdict.reasons[0]
-    stopped = dict(prior, status={"phase": "CANCELLED"})
-    assert provider.diff(stopped, ctx, art, gone).action == "no-op"
+    assert provider.diff(art.to_dict(), art).action == "no-op"
     other = gpu_change(tmp_path, gpus=4)
-    verdict = provider.diff(prior, _ctx(other), other.artifact, None)
+    verdict = provider.diff(art.to_dict(), other.artifact)
     assert verdict.action == "replace"
-    assert any(r.startswith("--nodes: 2 → 1") for r in verdict.reasons)
+    assert "request.options.nodes" in verdict.fields and "request.options.nodes forces replacement" in verdict.reasons
+    assert "script body changed (forces replacement)" in verdict.reasons
 
 
 def test_finetune_llama_summary(tmp_path):
@@ -372,7 +366,7 @@ def test_finetune_llama_summary(tmp_path):
     (c,) = plan_changes(tmp_path, {}, [os.path.join(EXAMPLES, "finetune-llama.yaml")], inventory=inv)
     assert c.artifact.summary == "sbatch script: 4 nodes × 8 GPUs on a100"
     assert (c.placement.nodes, c.placement.gpus_per_node, c.placement.gpu_type) == (4, 8, "a100-80gb")
-    assert json.loads(json.dumps(c.artifact.request))["log_dir"] == "/lustre/users/alice/jsctl/logs"
+    assert json.loads(json.dumps(c.artifact.request.to_dict()))["log_dir"] == "/lustre/users/alice/jsctl/logs"
     assert write_workspace  # the helper also writes CI inventories
 
 
