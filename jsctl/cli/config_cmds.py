@@ -1,6 +1,8 @@
 """Commands that work on files alone: validate, fmt, graph."""
 from __future__ import annotations
 
+from jsctl import JSON_FORMAT_VERSION
+
 import json
 import sys
 
@@ -134,7 +136,7 @@ def graph(files: tuple[str, ...], cli_vars: tuple[str, ...], var_files: tuple[st
     ids = {a: job_id(s.name, a, 1) for a, s in by_addr.items()}
     if fmt == "json":
         click.echo(json.dumps({
-            "format_version": "1",
+            "format_version": JSON_FORMAT_VERSION,
             "workflows": sources.workflows,
             "layers": layers,
             "jobs": {a: {"name": names[a], "job_id": ids[a], "depends_on": list(edges[a]),

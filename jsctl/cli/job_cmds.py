@@ -1,6 +1,8 @@
 """Day-two verbs on jobs in state: status, describe, logs, stop, pause, resume, metrics."""
 from __future__ import annotations
 
+from jsctl import JSON_FORMAT_VERSION
+
 import json
 import sys
 import time
@@ -64,7 +66,7 @@ def status(job, as_json, workspace_file) -> None:
     state = api.store_for(ws).read()
     rows = _rows(ws, state, job)
     if as_json:
-        click.echo(json.dumps({"format_version": "1", "jobs": rows}, indent=2))
+        click.echo(json.dumps({"format_version": JSON_FORMAT_VERSION, "jobs": rows}, indent=2))
         return
     if not rows:
         click.echo("No jobs in state. Run jsctl apply -f FILE to submit one.")

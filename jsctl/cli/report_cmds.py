@@ -1,6 +1,8 @@
 """Views across clusters and time: `cluster status`, `report cost`."""
 from __future__ import annotations
 
+from jsctl import JSON_FORMAT_VERSION
+
 import json
 import time
 
@@ -52,7 +54,7 @@ def cluster_status(as_json, workspace_file) -> None:
                      "so_far": cc.so_far if cc else 0.0,
                      "jobs_in_state": sorted(a for a, r in state.resources.items() if r.get("cluster") == c.name)})
     if as_json:
-        click.echo(json.dumps({"format_version": "1", "clusters": rows}, indent=2))
+        click.echo(json.dumps({"format_version": JSON_FORMAT_VERSION, "clusters": rows}, indent=2))
         return
     show = lambda v: "—" if v is None else str(v)  # noqa: E731
     table = [("CLUSTER", "PROVIDER", "GPUS", "FREE", "QUEUED", "JSCTL JOBS", "$/H", "$ SO FAR")]

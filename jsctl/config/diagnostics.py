@@ -1,6 +1,8 @@
 """Positioned diagnostics: collected while loading and validating, printed like a compiler."""
 from __future__ import annotations
 
+from jsctl import JSON_FORMAT_VERSION
+
 import difflib
 import json
 from dataclasses import asdict, dataclass
@@ -94,5 +96,5 @@ def format_text(diagnostics: Sequence[Diagnostic], sources: dict[str, str] | Non
 
 
 def format_json(diagnostics: Sequence[Diagnostic]) -> str:
-    return json.dumps({"format_version": "1", "diagnostics": [asdict(d) for d in sorted(diagnostics, key=sort_key)]},
+    return json.dumps({"format_version": JSON_FORMAT_VERSION, "diagnostics": [asdict(d) for d in sorted(diagnostics, key=sort_key)]},
                       indent=2)

@@ -1,10 +1,11 @@
-"""Validate documents against the JSON Schemas in jsctl/schemas/, as positioned diagnostics."""
+"""Validate documents against the JSON Schemas in jsctl/schemas/ (or one a provider brings), as
+positioned diagnostics."""
 from __future__ import annotations
 
 import functools
 import json
 from importlib import resources
-from typing import Any
+from typing import Any, Mapping
 
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, show_value
 from jsctl.config.loader import Document
@@ -25,12 +26,31 @@ def _validator(name: str) -> Any:
     return Draft202012Validator(schema(name))
 
 
+@functools.lru_cache(maxsize=64)
+def _compiled(text: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    found = json.loads(text)
+    Draft202012Validator.check_schema(found)
+    return Draft202012Validator(found)
+
+
 def validate(doc: Document, name: str, data: Any = None) -> list[Diagnostic]:
     """Every schema violation in the document, one diagnostic each, at the offending key or value."""
     data = doc.data if data is None else data
+    return _collect(doc, _validator(name), data, ())
+
+
+def validate_part(doc: Document, schema_: Mapping[str, Any], data: Any, at: tuple) -> list[Diagnostic]:
+    """Violations of `schema_` (e.g. a provider's settings schema) by `data`, the part of the document
+    at path `at`, positioned in the document. Raises jsonschema's SchemaError for a broken schema."""
+    return _collect(doc, _compiled(json.dumps(schema_, sort_keys=True)), data, at)
+
+
+def _collect(doc: Document, validator: Any, data: Any, at: tuple) -> list[Diagnostic]:
     out: list[Diagnostic] = []
-    for err in _validator(name).iter_errors(data):
-        out.extend(_diagnose(doc, err))
+    for err in validator.iter_errors(data):
+        out.extend(_diagnose(doc, err, at))
     seen, unique = set(), []
     for d in out:  # anyOf/oneOf can report one problem twice
         if (d.line, d.col, d.message) not in seen:
@@ -48,8 +68,8 @@ def _where(path: tuple) -> str:
     return ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path).replace(".[", "[") or "the document"
 
 
-def _diagnose(doc: Document, err: Any) -> list[Diagnostic]:
-    path = tuple(err.absolute_path)
+def _diagnose(doc: Document, err: Any, at: tuple = ()) -> list[Diagnostic]:
+    path = at + tuple(err.absolute_path)
     name = _field(path)
     keyword = err.validator
     value = err.instance

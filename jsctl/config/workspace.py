@@ -1,16 +1,26 @@
-"""The workspace: `jsctl.yaml` (inventory of clusters, state backend, catalog, budget) or the default."""
+"""The workspace: `jsctl.yaml` (inventory of clusters, state backend, catalog, budget) or the default.
+
+A cluster entry is `name`, `provider`, an optional `description`, and settings: every other key,
+checked against the schema its provider declares (`Provider.settings_schema()`). This stage does
+not know the providers; whoever loads a workspace passes the installed ones' schemas in.
+"""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Union
 
 from jsctl.config import schema
-from jsctl.config.diagnostics import error, has_errors
-from jsctl.config.loader import load_file
+from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, has_errors
+from jsctl.config.loader import Document, load_file
 from jsctl.errors import ConfigError
 from jsctl.model.cluster import Cluster
 
 DEFAULT_FILE = "jsctl.yaml"
+DEFAULT_PROVIDER = "local"  # the documented default: without jsctl.yaml, jobs run on this machine
+CLUSTER_KEYS = ("name", "provider", "description")  # every other key of a cluster entry is a setting
+# a provider's settings schema, or a function that loads it (so that only the providers used are loaded)
+SchemaSource = Union[Mapping[str, Any], Callable[[], Mapping[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -33,11 +43,17 @@ class Workspace:
 
 def default(directory: str = ".") -> Workspace:
     d = os.path.abspath(directory)
-    return Workspace(d, None, (Cluster("local", "local", {}),), os.path.join(d, ".jsctl", "state.json"))
+    return Workspace(d, None, (Cluster(DEFAULT_PROVIDER, DEFAULT_PROVIDER, {}),),
+                     os.path.join(d, ".jsctl", "state.json"))
 
 
-def load(path: str | None = None) -> Workspace:
-    """`--workspace FILE`, else ./jsctl.yaml if present, else the embedded default."""
+def load(path: str | None = None, providers: Mapping[str, SchemaSource] | None = None) -> Workspace:
+    """`--workspace FILE`, else ./jsctl.yaml if present, else the embedded default.
+
+    `providers`: installed provider name → its settings schema, or a function returning it.
+    Each cluster's provider must be one of them, and its settings must pass that schema. None: the
+    provider names and settings are not checked here (the providers check settings when they read them).
+    """
     if path is None:
         if not os.path.exists(DEFAULT_FILE):
             return default(".")
@@ -45,6 +61,8 @@ def load(path: str | None = None) -> Workspace:
     doc, diags = load_file(path)
     if doc is not None and not has_errors(diags):
         diags.extend(schema.validate(doc, "workspace"))
+    if doc is not None and not has_errors(diags) and providers is not None:
+        diags.extend(check_clusters(doc, providers))
     if doc is None or has_errors(diags):
         exc = ConfigError(diags)
         exc.sources = {doc.path: doc.text} if doc else {}
@@ -58,12 +76,38 @@ def load(path: str | None = None) -> Workspace:
             p = doc.where(("clusters", i, "name"))
             raise ConfigError([error("WS01", f"cluster '{c['name']}' is defined twice", path, p.line, p.col)])
         seen.add(c["name"])
-        settings = {k: v for k, v in c.items() if k not in ("name", "provider")}
+        settings = {k: v for k, v in c.items() if k not in CLUSTER_KEYS}
         clusters.append(Cluster(c["name"], c["provider"], settings))
     if not clusters:
-        clusters.append(Cluster("local", "local", {}))
+        clusters.append(Cluster(DEFAULT_PROVIDER, DEFAULT_PROVIDER, {}))
     state = data.get("state") or {}
     state_path = os.path.join(base, state.get("path", os.path.join(".jsctl", "state.json")))
     catalog = os.path.join(base, data["catalog"]) if data.get("catalog") else None
     return Workspace(base, os.path.abspath(path), tuple(clusters), state_path, catalog, data.get("budget"),
                      tuple(data.get("prefer") or ()))
+
+
+def check_clusters(doc: Document, providers: Mapping[str, SchemaSource]) -> list[Diagnostic]:
+    """Each cluster's provider is installed and its settings pass the provider's schema (positioned)."""
+    out: list[Diagnostic] = []
+    installed = sorted(providers)
+    for i, c in enumerate(doc.data.get("clusters") or []):
+        name = c["provider"]
+        if name not in providers:
+            p = doc.where(("clusters", i, "provider"))
+            out.append(error("WS02", f"unknown provider '{name}'{did_you_mean(name, installed)}", doc.path,
+                             p.line, p.col, hint="installed providers: " + ", ".join(installed)
+                             + "; a provider package registers itself in the 'jsctl.providers' entry-point group",
+                             length=len(name)))
+            continue
+        from jsonschema.exceptions import SchemaError
+
+        settings = {k: v for k, v in c.items() if k not in CLUSTER_KEYS}
+        found = providers[name]
+        try:
+            out.extend(schema.validate_part(doc, found() if callable(found) else found, settings, ("clusters", i)))
+        except SchemaError as exc:  # the provider's bug, but say whose
+            p = doc.where(("clusters", i, "provider"))
+            out.append(error("WS03", f"provider '{name}' has an invalid settings schema: {exc.message}",
+                             doc.path, p.line, p.col))
+    return out

@@ -187,11 +187,13 @@ class StateRecord:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], address: str | None = None) -> "StateRecord":
-        """A record as the state file holds it; missing keys take their defaults (older files)."""
+        """A record as the state file holds it (at `address`, its key there); missing keys take their
+        defaults (older files), unknown ones are kept in `extra`."""
         handle = d.get("handle")
         status = d.get("status") or d.get("last_status")
         return cls(
-            address=str(d.get("address") or address or ""), name=str(d.get("name") or (address or "").rsplit(".", 1)[-1]),
+            address=str(address or d.get("address") or ""),
+            name=str(d.get("name") or str(address or d.get("address") or "").rsplit(".", 1)[-1]),
             generation=int(d.get("generation") or 0), provider=d.get("provider"), cluster=d.get("cluster"),
             job_id=d.get("job_id"), handle=JobHandle.parse(handle) if handle else None, spec=d.get("spec"),
             artifact_digest=d.get("artifact_digest"), artifact=d.get("artifact"), placement=d.get("placement"),

@@ -1,6 +1,8 @@
 """How a Plan reads: Terraform's symbols for people, markdown for pull requests, versioned JSON for tools."""
 from __future__ import annotations
 
+from jsctl import JSON_FORMAT_VERSION
+
 import json
 from typing import Any
 
@@ -8,7 +10,6 @@ from jsctl.plan import cost
 from jsctl.plan.model import SYMBOL, TF_ACTIONS, Plan, ResourceChange
 from jsctl.plan.placement import PlacementResult, candidates_table
 
-JSON_FORMAT_VERSION = "1.0"
 VERB = {"create": "will be created", "update": "will be updated in-place", "replace": "must be replaced",
         "delete": "will be destroyed"}
 

@@ -9,11 +9,10 @@ from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
 from jsctl.config.workspace import Workspace
 from jsctl.errors import ConfigError, JsctlError, PlanError
 from jsctl.model.diff import field_changes
-from jsctl.model.address import job_id
+from jsctl.model.address import Address, job_id
 from jsctl.plan.model import Plan, ResourceChange
 from jsctl.plan import cost
 from jsctl.plan.catalog import Catalog, builtin
-from jsctl.plan.offers import cloud_offers, cloud_of
 from jsctl.plan.placement import PlacementResult, infeasible_message, place
 from jsctl.plan.resolve import JobSource, Sources, output_paths, resolve_job
 from jsctl.plan.strategy import StrategyAdvice, advise
@@ -21,6 +20,7 @@ from jsctl.providers import registry
 from jsctl.model.cluster import Facts, Offer
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.job import JobContext
+from jsctl.model.runtime_names import RuntimeNames
 from jsctl.model.spec import JobSpec
 from jsctl.model.status import LiveStatus
 from jsctl.model.state import State
@@ -43,19 +43,19 @@ class PlanInputs:
 
 
 def offers_for(workspace: Workspace, facts: Mapping[str, Facts], catalog: Catalog | None) -> list[Offer]:
-    """Cloud clusters offer the catalog's instance types; every other cluster asks its provider."""
-    found: list[Offer] = []
-    for cluster in workspace.clusters:
-        if cloud_of(cluster):
-            found.extend(cloud_offers(cluster, catalog or builtin()))
-        else:
-            found.extend(registry.get(cluster.provider).offers(cluster, facts.get(cluster.name)))
-    return found
+    """Every cluster's offers, from its provider; the catalog is input to all (clouds price from it)."""
+    catalog = catalog or builtin()
+    return [o for cluster in workspace.clusters
+            for o in registry.get(cluster.provider).offers(cluster, facts.get(cluster.name), catalog)]
+
+
+def runtime_names() -> RuntimeNames:
+    """Names the installed providers' engines set when a job runs: `${NAME}` waits for run time."""
+    return RuntimeNames.union(registry.get(name).runtime_names() for name in registry.names())
 
 
 def _in_scope(address: str, targets: Sequence[str]) -> bool:
-    return not targets or any(address == t or address.startswith(t + ".") or address.endswith(f".job.{t}")
-                              for t in targets)
+    return not targets or any(Address.parse(address).selected_by(t) for t in targets)
 
 
 def make_plan(inp: PlanInputs) -> Plan:
@@ -185,7 +185,7 @@ def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInpu
 
 def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInputs,
            upstream: dict[str, dict[str, str]], diags: list[Diagnostic]) -> Built | None:
-    spec, ds = resolve_job(source, generation, upstream)
+    spec, ds = resolve_job(source, generation, upstream, runtime_names())
     diags.extend(d for d in ds if d.severity == "error")
     if spec is None:
         return None
@@ -203,7 +203,8 @@ def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInp
     cluster = inp.workspace.cluster(result.placement.cluster)
     ctx = JobContext(source.address, job_id(source.name, source.address, generation), generation, spec,
                      result.placement, source.depends_on, advice.to_env(),
-                     os.path.dirname(os.path.abspath(spec.file)), cluster)
+                     os.path.dirname(os.path.abspath(spec.file)), cluster,
+                     registry.get(result.placement.provider).runtime_names())
     provider = registry.get(result.placement.provider)
     facts = inp.facts.get(cluster.name) if cluster else None
     problems = provider.validate(ctx, facts)

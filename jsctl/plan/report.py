@@ -8,12 +8,15 @@ caller passes the records and `now`.
 """
 from __future__ import annotations
 
+from jsctl import JSON_FORMAT_VERSION
+
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from jsctl.config.quantities import parse_duration
+from jsctl.model.state import CostBasis, RecordStatus, StateRecord
 from jsctl.plan.cost import money
 
 
@@ -71,7 +74,7 @@ class CostReport:
         return tuple(r.address for r in self.rows if r.price_per_hour is None and r.hours > 0)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format_version": "1", "now": self.now, "since": self.since, "job": self.job,
+        return {"format_version": JSON_FORMAT_VERSION, "now": self.now, "since": self.since, "job": self.job,
                 "total_actual": self.total_actual, "total_estimate": self.total_estimate,
                 "unpriced": list(self.unpriced), "rows": [r.to_dict() for r in self.rows]}
 
@@ -93,71 +96,71 @@ def parse_since(text: str, now: float) -> float:
     return when.timestamp()
 
 
-def _runs(address: str, record: Mapping[str, Any]) -> Iterable[tuple[str | None, Mapping, Mapping]]:
-    for old in record.get("history") or ():
-        if isinstance(old, Mapping):
-            yield old.get("job_id"), old.get("status") or {}, old.get("cost_basis") or {}
-    yield record.get("job_id"), record.get("status") or record.get("last_status") or {}, \
-        record.get("cost_basis") or {}
+Records = Mapping[str, "StateRecord | Mapping[str, Any]"] | Iterable["StateRecord | Mapping[str, Any]"]
 
 
-def _estimate(basis: Mapping[str, Any]) -> float | None:
-    for key in ("estimate", "expected", "bound"):
-        v = basis.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-    price, dur = basis.get("price_per_hour"), basis.get("duration_s") or basis.get("time_limit_s")
-    if isinstance(price, (int, float)) and isinstance(dur, (int, float)):
-        return round(price * dur / 3600.0, 2)
-    return None
+def _runs(record: StateRecord) -> Iterable[tuple[str | None, RecordStatus, CostBasis]]:
+    for old in record.history:
+        yield old.job_id, old.status, old.cost_basis
+    yield record.job_id, record.status, record.cost_basis
 
 
 def _matches(job: str, address: str, job_id: str | None) -> bool:
     return job in (address, job_id) or address.endswith(f"job.{job}") or address == f"job.{job}"
 
 
-def _items(records: Mapping[str, Mapping] | Iterable[Mapping]) -> list[tuple[str, Mapping]]:
+def _typed(record: StateRecord | Mapping[str, Any], address: str) -> StateRecord:
+    return record if isinstance(record, StateRecord) else StateRecord.from_dict(record, address)
+
+
+def _items(records: Records) -> list[tuple[str, StateRecord]]:
     if isinstance(records, Mapping):
-        return [(str(a), r) for a, r in records.items() if isinstance(r, Mapping)]
-    return [(str(r.get("address")), r) for r in records if isinstance(r, Mapping)]
+        return [(str(a), _typed(r, str(a))) for a, r in records.items() if isinstance(r, (Mapping, StateRecord))]
+    out = []
+    for r in records:
+        if isinstance(r, StateRecord):
+            out.append((r.address, r))
+        elif isinstance(r, Mapping):
+            out.append((str(r.get("address")), _typed(r, str(r.get("address")))))
+    return out
 
 
-def cost_rows(address: str, record: Mapping[str, Any], now: float, since: float | None = None) -> list[CostRow]:
+def cost_rows(address: str, record: StateRecord | Mapping[str, Any], now: float,
+              since: float | None = None) -> list[CostRow]:
     """One row per run of a record (history first), clipped to [since, now]."""
+    record = _typed(record, address)
     rows = []
-    for job_id, status, basis in _runs(address, record):
-        start, end = status.get("started_at"), status.get("ended_at")
-        price = basis.get("price_per_hour")
-        price = float(price) if isinstance(price, (int, float)) and not isinstance(price, bool) else None
+    for job_id, status, basis in _runs(record):
+        start, end = status.started_at, status.ended_at
+        price = basis.price_per_hour
         if since is not None and (start is None or (end is not None and end < since)):
             continue
         hours = 0.0
         if start is not None:
-            lo = max(float(start), since) if since is not None else float(start)
-            hi = float(end) if end is not None else now
+            lo = max(start, since) if since is not None else start
+            hi = end if end is not None else now
             hours = max(0.0, hi - lo) / 3600.0
         actual = round(hours * price, 2) if price is not None else (0.0 if start is None else None)
-        rows.append(CostRow(address, job_id, record.get("cluster"), status.get("phase"), start, end, hours, price,
-                            actual, _estimate(basis)))
+        rows.append(CostRow(address, job_id, record.cluster, status.phase, start, end, hours, price, actual,
+                            basis.expected()))
     return rows
 
 
-def cost_report(records: Mapping[str, Mapping] | Iterable[Mapping], now: float, job: str | None = None,
-                since: float | None = None) -> CostReport:
+def cost_report(records: Records, now: float, job: str | None = None, since: float | None = None) -> CostReport:
     """Rows for every job (or the one named by address, name or job id), oldest start first."""
     rows: list[CostRow] = []
     for address, record in _items(records):
-        if job and not _matches(job, address, record.get("job_id")) and not any(
-                isinstance(h, Mapping) and h.get("job_id") == job for h in record.get("history") or ()):
+        if job and not _matches(job, address, record.job_id) and not any(h.job_id == job for h in record.history):
             continue
         rows.extend(cost_rows(address, record, now, since))
     rows.sort(key=lambda r: (r.started_at if r.started_at is not None else float("inf"), r.address))
     return CostReport(tuple(rows), now, since, job)
 
 
-def running_cost(record: Mapping[str, Any], now: float) -> float | None:
+def running_cost(record: StateRecord | Mapping[str, Any], now: float) -> float | None:
     """What a record's current run has cost so far ($ so far in `status` and `cluster status`)."""
-    rows = cost_rows(str(record.get("address", "")), {**record, "history": ()}, now)
+    record = _typed(record, "")
+    rows = cost_rows(record.address, replace(record, history=()), now)
     return rows[-1].actual if rows else None
 
 
@@ -178,16 +181,15 @@ class ClusterCost:
                 f"{money(self.per_hour)}/h, {money(self.so_far)} so far")
 
 
-def cluster_costs(records: Mapping[str, Mapping] | Iterable[Mapping], now: float) -> dict[str, ClusterCost]:
+def cluster_costs(records: Records, now: float) -> dict[str, ClusterCost]:
     """Running jsctl jobs and their running cost, per cluster."""
     found: dict[str, list[tuple[str, float, float]]] = {}
     for address, record in _items(records):
-        status = record.get("status") or {}
-        if status.get("started_at") is None or status.get("ended_at") is not None:
+        if record.status.started_at is None or record.status.ended_at is not None:
             continue
-        price = (record.get("cost_basis") or {}).get("price_per_hour") or 0.0
-        found.setdefault(str(record.get("cluster")), []).append(
-            (address, float(price), running_cost({**record, "address": address}, now) or 0.0))
+        found.setdefault(str(record.cluster), []).append(
+            (address, record.cost_basis.price_per_hour or 0.0,
+             running_cost(replace(record, address=address), now) or 0.0))
     return {c: ClusterCost(c, tuple(a for a, _, _ in sorted(v)), round(sum(p for _, p, _ in v), 4),
                            round(sum(x for _, _, x in v), 2)) for c, v in sorted(found.items())}
 

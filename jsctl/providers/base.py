@@ -5,7 +5,10 @@ network or the file system; only a ProviderClient does, and only when a command 
 """
 from __future__ import annotations
 
+import functools
+import json
 from abc import ABC, abstractmethod
+from importlib import resources
 from typing import Any, Iterator, Mapping
 
 from jsctl.config.diagnostics import Diagnostic
@@ -16,6 +19,16 @@ from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
 from jsctl.model.runtime_names import RuntimeNames
 from jsctl.model.status import JobHandle, LiveStatus
+
+
+def package_schema(package: str, name: str = "settings.schema.json") -> dict[str, Any]:
+    """A JSON Schema shipped inside a provider's package (e.g. its settings schema)."""
+    return json.loads(_package_text(package, name))
+
+
+@functools.lru_cache(maxsize=None)
+def _package_text(package: str, name: str) -> str:
+    return resources.files(package).joinpath(name).read_text("utf-8")
 
 
 class Provider(ABC):

@@ -6,9 +6,13 @@ else in an argument is ever interpreted.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.util
 import json
 import os
 import re
+from dataclasses import dataclass
 from typing import Mapping
 
 from jsctl.config.quantities import parse_frequency
@@ -23,11 +27,27 @@ PYTHONS = frozenset({"python", "python3"})
 # torchrun, preemption-aware (jsruntime.launch): it adds --signals-to-handle=...,SIGUSR1 so that a
 # preemption signal reaches the workers instead of killing torchrun, and exits with the requeue
 # code (75) when the workers checkpointed on that signal (torchrun alone would exit 1).
+# `--exec COMMAND...` runs a command that starts torchrun itself (a user-written torchrun, a shell)
+# the same way: signals forwarded to its process group, exit 75 after a preemption checkpoint.
 LAUNCHER = ("python", "-m", "jsruntime.launch")
-DEFAULT_LAUNCHER_ARGS = ("--nnodes=${JETSTREAM_NNODES}", "--nproc_per_node=${JETSTREAM_GPUS_PER_NODE}",
-                         "--rdzv_backend=c10d",
-                         "--rdzv_endpoint=${MASTER_ADDR}:${MASTER_PORT}", "--rdzv_id=${JOB_ID}",
-                         "--shutdown-timeout=120")  # time for a preemption checkpoint before SIGKILL
+EXEC = "--exec"
+# torchrun's options for a job: given on the command line when jsctl wraps a script, and as
+# PET_<OPTION> in every job's environment, where torchrun takes an option's default from when the
+# command line does not give it (torch/distributed/argparse_util.py) - so that a torchrun the user
+# writes joins the same one rendezvous on the first node.
+TORCHRUN_OPTIONS = (("--nnodes", "${JETSTREAM_NNODES}"), ("--nproc_per_node", "${JETSTREAM_GPUS_PER_NODE}"),
+                    ("--rdzv_backend", "c10d"), ("--rdzv_endpoint", "${MASTER_ADDR}:${MASTER_PORT}"),
+                    ("--rdzv_id", "${JOB_ID}"),
+                    ("--shutdown-timeout", "120"))  # time for a preemption checkpoint before SIGKILL
+DEFAULT_LAUNCHER_ARGS = tuple(f"{opt}={value}" for opt, value in TORCHRUN_OPTIONS)
+# = jsruntime.launch.SIGNALS_TO_HANDLE (a test keeps them equal): torchrun's default list plus SIGUSR1
+SIGNALS_TO_HANDLE = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
+TORCHRUN_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
+
+
+def pet_name(option: str) -> str:
+    """torchrun option → the variable it reads its default from: `--nproc_per_node` → PET_NPROC_PER_NODE."""
+    return "PET_" + option.lstrip("-").replace("-", "_").upper()
 
 
 def runtime_names(ctx: JobContext) -> frozenset[str]:
@@ -39,11 +59,32 @@ def expands(name: str, ctx: JobContext) -> bool:
     return is_runtime_name(name, ctx.runtime_names) or name in runtime_names(ctx)
 
 
+def is_python(word: str) -> bool:
+    return re.fullmatch(r"python(3(\.\d+)?)?", os.path.basename(word)) is not None
+
+
+def starts_torchrun(argv: tuple[str, ...]) -> bool:
+    """The command is torchrun itself: `torchrun ...` or `python -m torch.distributed.run ...`."""
+    return os.path.basename(argv[0]) == "torchrun" or (
+        is_python(argv[0]) and len(argv) > 2 and argv[1] == "-m" and argv[2] in TORCHRUN_MODULES)
+
+
 def command(ctx: JobContext) -> tuple[str, ...]:
-    """lifecycle.command, wrapped in the launcher when the strategy names one and the command does not."""
+    """lifecycle.command as launched on every node (docs/launch-contract.md):
+
+    - a script or `python -m module` with strategy.launcher torchrun: in the launcher, with
+      launcher_args or DEFAULT_LAUNCHER_ARGS;
+    - torchrun written by the user, and a shell (with launcher torchrun): run as written under
+      `jsruntime.launch --exec`; torchrun takes what its command line does not say from PET_*;
+    - anything else: as written.
+    """
     argv = ctx.spec.lifecycle.command
     strategy = ctx.spec.strategy
-    if strategy.launcher != "torchrun" or os.path.basename(argv[0]) == "torchrun" or argv[0] in SHELLS:
+    if is_python(argv[0]) and argv[1:3] == LAUNCHER[1:]:
+        return argv  # the user runs the launcher already
+    if starts_torchrun(argv) or (strategy.launcher == "torchrun" and argv[0] in SHELLS):
+        return (*LAUNCHER, EXEC, *argv)
+    if strategy.launcher != "torchrun":
         return argv
     args = strategy.launcher_args or DEFAULT_LAUNCHER_ARGS
     if argv[0] in PYTHONS:
@@ -56,8 +97,9 @@ def command(ctx: JobContext) -> tuple[str, ...]:
 def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None) -> dict[str, str]:
     """Variables every job gets (secrets excluded: they travel at submit, never in an artifact).
 
-    Values that depend on the allocation (MASTER_ADDR, MASTER_PORT) are set
-    by the provider at run time.
+    Values that depend on the allocation (MASTER_ADDR, MASTER_PORT) are set by the provider at run
+    time; values here may name them (and any name of this environment) as `${NAME}`, which the
+    provider expands when the job runs. The job's env_vars win over everything, PET_* included.
     """
     p = ctx.placement
     spec = ctx.spec
@@ -85,6 +127,16 @@ def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None) -> dic
         if ckpt.keep_latest:
             env["JETSTREAM_KEEP_LATEST"] = str(ckpt.keep_latest)
     env.update(dict(spec.environment.env_vars))
+    for name, value in torchrun_environment().items():
+        env.setdefault(name, value)  # after env_vars: a value may name one of them (MASTER_ADDR)
+    return env
+
+
+def torchrun_environment() -> dict[str, str]:
+    """PET_*: the defaults of every torchrun in the job (one c10d rendezvous on MASTER_ADDR:MASTER_PORT
+    across all nodes, SIGUSR1 handled, time to checkpoint); its own command-line options win."""
+    env = {pet_name(opt): value for opt, value in TORCHRUN_OPTIONS}
+    env[pet_name("--signals-to-handle")] = SIGNALS_TO_HANDLE
     return env
 
 
@@ -116,3 +168,37 @@ def shell_word(arg: str, ctx: JobContext) -> str:
 
 def shell_command(argv: tuple[str, ...], ctx: JobContext) -> str:
     return " ".join(shell_word(a, ctx) for a in argv)
+
+
+@dataclass(frozen=True)
+class RuntimePackage:
+    """The jsruntime package installed beside jsctl (pure Python), which a provider brings to a job
+    whose image may lack it: its directory here, its files, and a hash of their contents."""
+
+    source: str  # the package directory on this machine
+    files: tuple[str, ...]  # paths relative to it, sorted
+    digest: str  # sha256 of the paths and contents, 16 hex digits
+
+    @property
+    def name(self) -> str:
+        """`jsruntime-<digest>`: the directory a provider stages it in (same contents, same name)."""
+        return f"jsruntime-{self.digest}"
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_package() -> RuntimePackage:
+    spec = importlib.util.find_spec("jsruntime")  # finds, does not import
+    if spec is None or not spec.submodule_search_locations:
+        from jsctl.errors import RenderError
+
+        raise RenderError("the jsruntime package is not installed beside jsctl", hint="pip install jsctl")
+    source = list(spec.submodule_search_locations)[0]
+    files = []
+    for root, dirs, names in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        files += [os.path.relpath(os.path.join(root, n), source) for n in names if not n.endswith((".pyc", ".pyo"))]
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        with open(os.path.join(source, rel), "rb") as fh:
+            h.update(rel.replace(os.sep, "/").encode() + b"\0" + fh.read() + b"\0")
+    return RuntimePackage(source, tuple(sorted(files)), h.hexdigest()[:16])

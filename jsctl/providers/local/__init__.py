@@ -6,10 +6,11 @@ import os
 from typing import Any, Mapping
 
 from jsctl.model.artifact import Change, RenderedArtifact
+from jsctl.model.catalog import Catalog
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
 from jsctl.model.status import LiveStatus
-from jsctl.providers.base import Provider
+from jsctl.providers.base import Provider, package_schema
 from jsctl.providers.local.request import LocalRunRequest
 from jsctl.render import launch
 
@@ -29,7 +30,10 @@ class LocalProvider(Provider):
     def capabilities(self) -> Capabilities:
         return Capabilities(pause=True, resume=True, scale=True, node_logs=False)
 
-    def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
+    def settings_schema(self) -> dict[str, Any]:
+        return package_schema(__package__)
+
+    def offers(self, cluster: Cluster, facts: Facts | None, catalog: Catalog) -> list[Offer]:
         data = dict(facts.data) if facts else {}
         cpus = int(data.get("cpus") or os.cpu_count() or 1)
         workers = max_workers(cluster, cpus)

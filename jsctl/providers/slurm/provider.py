@@ -6,12 +6,14 @@ from typing import Any, Mapping
 from jsctl.config.diagnostics import Diagnostic, error, warning
 from jsctl.errors import ProviderError
 from jsctl.model.artifact import Change, RenderedArtifact
+from jsctl.model.catalog import Catalog
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
-from jsctl.providers.base import Provider, ProviderClient
+from jsctl.model.runtime_names import RuntimeNames
+from jsctl.providers.base import Provider, ProviderClient, package_schema
 from jsctl.providers.slurm import inventory, script
 from jsctl.providers.slurm.request import SbatchRequest
-from jsctl.providers.slurm.settings import SlurmSettings
+from jsctl.providers.slurm.settings import RUNTIME_NAMES, SlurmSettings
 from jsctl.render import render as render_template
 
 class SlurmProvider(Provider):
@@ -21,8 +23,14 @@ class SlurmProvider(Provider):
         return Capabilities(pause=True, resume=True, scale=False, node_logs=True, check_remote=True,
                             dependencies=True)
 
-    def offers(self, cluster: Cluster, facts: Facts | None) -> list[Offer]:
+    def offers(self, cluster: Cluster, facts: Facts | None, catalog: Catalog) -> list[Offer]:
         return inventory.offers(SlurmSettings.of(cluster), facts)
+
+    def settings_schema(self) -> dict[str, Any]:
+        return package_schema(__package__)
+
+    def runtime_names(self) -> RuntimeNames:
+        return RUNTIME_NAMES
 
     def settings_for(self, job: JobContext, facts: Facts | None) -> SlurmSettings:
         """The cluster's settings: the inventory entry the planner put in the context, else the

@@ -7,6 +7,8 @@
       shared_dir: /shared/alice/jsctl   # logs live here (required with ssh access)
       partitions: [...]                 # optional: else read from the cluster (sinfo)
       settings: {signal_grace: 120}     # seconds between the preemption notice (USR1) and the end
+
+The workspace checks an entry against settings.schema.json (beside this file) when it loads.
 """
 from __future__ import annotations
 
@@ -16,10 +18,13 @@ from typing import Any, Mapping
 
 from jsctl.errors import ProviderError
 from jsctl.model.cluster import Cluster
+from jsctl.model.runtime_names import RuntimeNames
 
 DEFAULT_SIGNAL_GRACE_S = 120
 ACCESS_MODES = ("local", "ssh", "slurmrestd")
 CONTAINER_RUNTIMES = ("pyxis", "apptainer", "none")
+# set by Slurm in every job step: `${SLURM_PROCID}` in a job file waits for run time
+RUNTIME_NAMES = RuntimeNames(frozenset({"SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NODEID"}))
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from jsctl.model.artifact import RenderedArtifact, Request
+from jsctl.model.catalog import Catalog, instance_offers
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
+from jsctl.model.runtime_names import RuntimeNames
 from jsctl.providers.base import Provider
 from jsctl.render import launch
 
@@ -40,7 +42,6 @@ SETTINGS_SCHEMA: dict[str, Any] = {
     "required": ["cloud", "root"],
     "additionalProperties": False,
     "properties": {
-        "description": {"type": "string"},
         "cloud": {"enum": list(CLOUDS), "description": "whose instance catalog this cluster offers and prices"},
         "region": {"type": "string"},
         "instance_types": {"type": "array", "items": {"type": "string"}, "minItems": 1, "uniqueItems": True,
@@ -74,32 +75,6 @@ class TestCloudRequest(Request):
     timeout_s: int | None = None
 
 
-def _catalog_offers(cluster: Cluster, catalog: Any) -> list[Offer]:
-    """The catalog's instance types of this cluster's cloud, with their prices."""
-    settings = cluster.settings
-    cloud = str(settings.get("cloud"))
-    try:  # the model's helper (jsctl/model/catalog.py), when this jsctl has it
-        from jsctl.model import catalog as model_catalog  # noqa: PLC0415
-        helper = getattr(model_catalog, "instance_offers", None)
-    except ImportError:
-        helper = None
-    if helper is not None:
-        return list(helper(cluster, catalog, cloud))
-    wanted = settings.get("instance_types")
-    items = [catalog.get(cloud, str(n)) for n in wanted] if wanted else \
-        [i for i in catalog.for_cloud(cloud) if i.gpus > 0]
-    spot = bool(settings.get("spot"))
-    out = []
-    for item in (i for i in items if i is not None):
-        out.append(Offer(cluster=cluster.name, provider=NAME, pool=item.name, gpu_type=item.gpu_type,
-                         gpus_per_node=item.gpus, max_nodes=None, cpus_per_node=item.vcpus,
-                         memory_per_node=item.memory_bytes, interconnect=item.interconnect, nvlink=item.nvlink,
-                         node_hour_price=item.on_demand, spot_node_hour_price=item.spot,
-                         capacities=("on-demand", "spot") if spot and item.spot is not None else ("on-demand",),
-                         region=settings.get("region") or item.region))
-    return out
-
-
 class TestCloudProvider(Provider):
     __test__ = False
     name = NAME
@@ -110,14 +85,12 @@ class TestCloudProvider(Provider):
     def settings_schema(self) -> dict[str, Any]:
         return SETTINGS_SCHEMA
 
-    def runtime_names(self) -> frozenset[str]:
-        return frozenset(RUNTIME_NAMES)
+    def runtime_names(self) -> RuntimeNames:
+        return RuntimeNames(frozenset(RUNTIME_NAMES))
 
-    def offers(self, cluster: Cluster, facts: Facts | None, catalog: Any = None) -> list[Offer]:
-        if catalog is None:  # a jsctl that does not pass the catalog yet
-            from jsctl.plan import catalog as plan_catalog  # noqa: PLC0415
-            catalog = plan_catalog.builtin() if hasattr(plan_catalog, "builtin") else plan_catalog.load(None)
-        return _catalog_offers(cluster, catalog)
+    def offers(self, cluster: Cluster, facts: Facts | None, catalog: Catalog) -> list[Offer]:
+        """The catalog's instance types of the cluster's cloud, with their list prices."""
+        return instance_offers(cluster, catalog, str(cluster.settings["cloud"]))
 
     def request_type(self) -> type[TestCloudRequest]:
         return TestCloudRequest

@@ -1,24 +1,20 @@
-"""The SDK: every CLI verb is first one of these typed functions."""
+"""Validate, plan and apply: files against state, and what apply does about the difference."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
+from jsctl.api.live import Echo, open_workspace, probe, refresh, store_for
 from jsctl.config.diagnostics import Diagnostic, has_errors
 from jsctl.model.spec import JobSpec
 from jsctl.config.variables import Variables, collect
 from jsctl.plan.resolve import Sources, load_sources, output_paths, resolve_job
 
 if TYPE_CHECKING:
-    from jsctl.apply import ApplyResult
+    from jsctl.apply import ApplyResult, OnEvent
     from jsctl.config.workspace import Workspace
-    from jsctl.plan.model import Plan
-    from jsctl.model.cluster import Facts
-    from jsctl.model.status import LiveStatus
     from jsctl.model.state import State
-    from jsctl.state.store import StateStore
-
-Echo = Callable[[str], None]
+    from jsctl.plan.model import Plan
 
 
 @dataclass(frozen=True)
@@ -52,90 +48,6 @@ def validate(paths: Sequence[str], vars: Variables | None = None) -> Validation:
     return Validation(sources, specs, unique)
 
 
-# ---- plan and apply ---------------------------------------------------------------------------------
-
-def open_workspace(path: str | None = None) -> Workspace:
-    from jsctl.config import workspace
-
-    return workspace.load(path)
-
-
-def store_for(ws: Workspace) -> StateStore:
-    from jsctl.state.store import StateStore
-
-    return StateStore(ws.state_path)
-
-
-def refresh(ws: Workspace, state: State, echo: Echo | None = None) -> dict[str, LiveStatus]:
-    """Live status of every job in state: one batched query per cluster."""
-    from jsctl.apply import Clients
-    from jsctl.errors import JsctlError
-    from jsctl.model.status import JobHandle
-
-    by_cluster: dict[str, list] = {}
-    for address, record in state.resources.items():
-        if record.get("handle"):
-            handle = JobHandle.parse(record["handle"])
-            by_cluster.setdefault(handle.cluster, []).append((address, handle))
-    live = {}
-    clients = Clients(ws)
-    for cluster, items in by_cluster.items():
-        try:
-            answers = clients.get(cluster).refresh([h for _, h in items])
-        except JsctlError as exc:
-            if echo:
-                echo(f"Warning: could not refresh {cluster}: {exc.message}")
-            continue
-        for address, handle in items:
-            if handle in answers:
-                live[address] = answers[handle]
-    return live
-
-
-def observe(ws: Workspace, state: State, live: dict[str, LiveStatus]) -> State:
-    """`state` with the observed statuses applied; written to disk too when the lock is free (a
-    busy lock just skips the write: the next command observes again)."""
-    import time
-
-    from jsctl.apply import status_dict
-    from jsctl.errors import StateLockedError
-
-    now = time.time()
-    seen = state.copy()
-    for address, s in live.items():
-        seen.observe(address, status_dict(s), now)
-    if not live:
-        return seen
-    store = store_for(ws)
-    try:
-        with store.locked("observe", 0.0):
-            current = store.read()
-            if any([current.observe(a, status_dict(s), now) for a, s in live.items()]):
-                store.write(current)
-    except StateLockedError:
-        pass
-    return seen
-
-
-def probe(ws: Workspace, echo: Echo | None = None) -> dict[str, Facts]:
-    from jsctl.apply import Clients
-    from jsctl.errors import JsctlError
-
-    from jsctl.plan.offers import cloud_of
-
-    facts = {}
-    clients = Clients(ws)
-    for cluster in ws.clusters:
-        if cloud_of(cluster):
-            continue  # priced from the catalog; nothing to ask
-        try:
-            facts[cluster.name] = clients.get(cluster.name).probe()
-        except JsctlError as exc:
-            if echo:
-                echo(f"Warning: could not probe {cluster.name}: {exc.message}")
-    return facts
-
-
 def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | None = None,
          targets: Sequence[str] = (), destroy: bool = False, echo: Echo | None = None, state: State | None = None,
          duration_s: int | None = None, max_cost: float | None = None) -> Plan:
@@ -156,8 +68,8 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | No
     live = refresh(ws, state, echo)
     facts = probe(ws, echo)
     counts: dict[str, int] = {}
-    for record in state.resources.values():
-        counts[record.get("cluster", "?")] = counts.get(record.get("cluster", "?"), 0) + 1
+    for record in state.records().values():
+        counts[record.cluster or "?"] = counts.get(record.cluster or "?", 0) + 1
     refreshed = "Refreshing state... " + (", ".join(f"{n} job{'s' if n != 1 else ''} on {c}"
                                                     for c, n in sorted(counts.items())) or "no jobs in state")
     try:
@@ -179,11 +91,10 @@ def check_remote(the_plan: Plan, ws: Workspace) -> Plan:
     """Ask each engine whether it would run the planned jobs (`sbatch --test-only`) and when."""
     from dataclasses import replace
 
-    from jsctl.apply import Clients
     from jsctl.errors import JsctlError
     from jsctl.providers import registry
 
-    clients = Clients(ws)
+    clients = registry.Clients(ws)
     changes = []
     for c in the_plan.changes:
         if c.action in ("create", "replace") and c.artifact and registry.get(c.provider).capabilities().check_remote:
@@ -195,7 +106,8 @@ def check_remote(the_plan: Plan, ws: Workspace) -> Plan:
     return replace(the_plan, changes=tuple(changes))
 
 
-def apply(the_plan: Plan, ws: Workspace, echo: Echo, poll_s: float = 1.0) -> ApplyResult:
+def apply(the_plan: Plan, ws: Workspace, on_event: OnEvent | None = None, poll_s: float = 1.0) -> ApplyResult:
+    """Carry out a plan; `on_event` hears each step (jsctl.apply's events). The caller holds the state lock."""
     from jsctl.apply import apply as run
 
-    return run(the_plan, ws, store_for(ws), echo, poll_s)
+    return run(the_plan, ws, store_for(ws), on_event, poll_s)

@@ -1,0 +1,39 @@
+"""The provider contract suite runs every test once per installed provider that has a harness
+(contractkit.HARNESSES): local, Slurm (the CI cluster of scripts/slurm-up.sh; skipped with the reason
+when it is not reachable, failed instead with JSCTL_REQUIRE_SLURM=1) and the out-of-tree testcloud."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from contractkit import HARNESSES, Harness, SlurmHarness
+from jsctl.providers import registry
+
+INSTALLED = registry.names()
+PROVIDERS = [name for name in INSTALLED if name in HARNESSES]
+
+
+@pytest.fixture(params=PROVIDERS)
+def harness(request, tmp_path, monkeypatch) -> Harness:
+    """A workspace in tmp_path with one cluster of the provider; every job submitted from it is
+    cancelled afterwards (from state, and the handles a test put in `harness.submitted`)."""
+    name = request.param
+    if name == "slurm":
+        reason = SlurmHarness.unreachable()
+        if reason:
+            if os.environ.get("JSCTL_REQUIRE_SLURM") == "1":
+                pytest.fail(f"JSCTL_REQUIRE_SLURM=1 but {reason}")
+            pytest.skip(reason)
+    h = HARNESSES[name](tmp_path)
+    h.setup()
+    h.submitted = []
+    monkeypatch.chdir(tmp_path)
+    yield h
+    state = tmp_path / ".jsctl" / "state.json"
+    handles = list(h.submitted)
+    if state.exists():
+        handles += [r["handle"] for r in json.loads(state.read_text()).get("resources", {}).values()
+                    if r.get("handle")]
+    h.cleanup(sorted(set(handles)))

@@ -1,0 +1,248 @@
+"""Harnesses for the provider contract suite: one per provider, each a workspace with one cluster of
+that provider, a small real job for it, and its client (a module name of its own: conftest.py is
+ambiguous between test directories).
+
+A new provider passes the suite by adding a Harness subclass here and its name to HARNESSES.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from jsctl.model.artifact import RenderedArtifact
+from jsctl.model.status import JobHandle, LiveStatus
+
+ROOT = Path(__file__).resolve().parents[2]
+SLURM_EXAMPLES = ROOT / "examples" / "slurm"
+DEFAULT_SLURM_CONF = Path(os.environ.get("JSCTL_SLURM_BASE", os.environ.get("SLURM_BASE", "/tmp/jsctl-slurm"))) / \
+    "etc" / "slurm.conf"
+
+# The launch contract: what every job sees, whatever runs it (docs/launch-contract.md).
+LAUNCH_NAMES = ("JOB_ID", "JETSTREAM_JOB_ID", "JETSTREAM_ADDRESS", "JETSTREAM_NNODES", "JETSTREAM_GPUS_PER_NODE",
+                "JETSTREAM_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+# torchrun's own option variables, for a command that runs torchrun itself (issue 9, item 4).
+PET_NAMES = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_RDZV_ENDPOINT", "PET_RDZV_BACKEND", "PET_RDZV_ID")
+
+# Writes its argv and the variables named in $WANT to the file $DUMP (one per node: $DUMP.<NODE_RANK>
+# when NODE_RANK is set by the engine), then exits 0.
+DUMP = ("import json, os, sys; rank = os.environ.get('NODE_RANK') or os.environ.get('JETSTREAM_NODE_RANK') or '0'; "
+        "json.dump({'argv': sys.argv[1:], 'env': {k: os.environ.get(k) for k in os.environ['WANT'].split(',')}}, "
+        "open(os.environ['DUMP'] + '.' + rank, 'w'))")
+
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+def wait_for(check: Callable[[], object], timeout: float, every: float = 0.3, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+
+
+def yaml_str(value: str) -> str:
+    return json.dumps(value)  # a JSON string is a YAML double-quoted scalar
+
+
+class Harness:
+    """One provider under test. Subclasses say how its workspace, jobs and engine look."""
+
+    provider = ""
+    cluster = ""
+    timeout = 60.0  # seconds a small job may take to finish
+
+    def __init__(self, ws: Path) -> None:
+        self.ws = ws
+
+    # ---- the workspace ----------------------------------------------------------------------------
+    def inventory(self) -> str:
+        raise NotImplementedError
+
+    def setup(self) -> None:
+        (self.ws / "jsctl.yaml").write_text(self.inventory(), encoding="utf-8")
+
+    def compute(self, gpus: bool = False) -> str:
+        """The job file's `compute:` section: a CPU job, or a small GPU job for this provider."""
+        if gpus:
+            return ("compute:\n  resources:\n    gpu:\n      count: 2\n    memory:\n      per_gpu: 256Mi\n"
+                    "  time_limit: 10m\n")
+        return "compute:\n  resources:\n    cpu:\n      count: 1\n    memory:\n      total: 128Mi\n  time_limit: 10m\n"
+
+    def job(self, name: str, command: list[str], gpus: bool = False, env: dict | None = None,
+            secrets: tuple[str, ...] = (), labels: dict | None = None) -> str:
+        """A job file: `command` (exec form), env values and labels written as JSON strings."""
+        text = f"version: jetstream.v1\njob:\n  name: {name}\n"
+        if labels:
+            text += "  labels:\n" + "".join(f"    {k}: {yaml_str(v)}\n" for k, v in labels.items())
+        text += self.compute(gpus)
+        if env or secrets:
+            text += "environment:\n"
+            if env:
+                text += "  env_vars:\n" + "".join(f"    {k}: {yaml_str(v)}\n" for k, v in env.items())
+            if secrets:
+                text += "  secrets: [" + ", ".join(secrets) + "]\n"
+        text += "lifecycle:\n  command: [" + ", ".join(yaml_str(a) for a in command) + "]\n"
+        return text
+
+    def dump_job(self, name: str, want: list[str], args: list[str] = (), gpus: bool = False, env: dict | None = None,
+                 secrets: tuple[str, ...] = (), labels: dict | None = None) -> tuple[str, Path]:
+        """A job that writes its argv and the named variables to a file; (job text, that file's prefix)."""
+        out = self.ws / "dump" / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        env = {"WANT": ",".join(want), "DUMP": str(out), **(env or {})}
+        return self.job(name, [sys.executable, "-c", DUMP, *args], gpus, env, secrets, labels), out
+
+    def sleeper(self, name: str) -> str:
+        return self.job(name, ["sleep", "60"])
+
+    # ---- the engine -------------------------------------------------------------------------------
+    def client(self):
+        from jsctl.config import workspace
+        from jsctl.providers import registry
+
+        w = workspace.load(str(self.ws / "jsctl.yaml"))
+        return registry.get(self.provider).client(w.cluster(self.cluster), str(self.ws))
+
+    def received(self, handle: JobHandle, artifact: RenderedArtifact) -> str:
+        """The digest of what the engine holds for this job, read back from the engine's side."""
+        raise NotImplementedError
+
+    def jobs_named(self, job_id: str) -> list[str]:
+        """The engine's jobs for a jsctl job id (any state)."""
+        raise NotImplementedError
+
+    def unknown_handle(self) -> JobHandle:
+        return JobHandle(self.provider, self.cluster, "js-nosuchjob-0000")
+
+    def wait(self, client, handle: JobHandle, phases=TERMINAL, timeout: float | None = None) -> LiveStatus:
+        return wait_for(lambda: (s := client.refresh([handle])[handle]).phase in phases and s,
+                        timeout or self.timeout, what=f"{handle} to be {'/'.join(phases)}")
+
+    def files_to_search(self) -> list[Path]:
+        """Every file jsctl or the engine wrote for these jobs: for the secret check."""
+        return [p for p in self.ws.rglob("*") if p.is_file()]
+
+    def cleanup(self, handles: list[str]) -> None:
+        client = self.client()
+        for text in handles:
+            try:
+                client.cancel(JobHandle.parse(text))
+            except Exception:  # noqa: BLE001 - best effort: never leave jobs running
+                pass
+
+
+class LocalHarness(Harness):
+    provider = "local"
+    cluster = "local"
+
+    def inventory(self) -> str:
+        return "version: jetstream.v1\nclusters:\n  - name: local\n    provider: local\n    max_workers: 2\n"
+
+    def _run_dir(self, ident: str) -> Path:
+        return self.ws / ".jsctl" / "runs" / ident
+
+    def received(self, handle: JobHandle, artifact: RenderedArtifact) -> str:
+        from jsctl.providers import registry
+
+        directory = self._run_dir(handle.id)
+        files = tuple((name, (directory / name).read_text(encoding="utf-8")) for name, _ in artifact.files)
+        request = registry.get("local").request_type().from_dict(json.loads(dict(files)["run.json"]))
+        return RenderedArtifact(artifact.kind, artifact.job_id, files, request, "").digest
+
+    def jobs_named(self, job_id: str) -> list[str]:
+        return [job_id] if self._run_dir(job_id).exists() else []
+
+
+class SlurmHarness(Harness):
+    provider = "slurm"
+    cluster = "ci"
+    timeout = 120.0
+
+    @staticmethod
+    def unreachable() -> str | None:
+        conf = os.environ.get("SLURM_CONF") or (str(DEFAULT_SLURM_CONF) if DEFAULT_SLURM_CONF.exists() else None)
+        if shutil.which("sinfo") is None:
+            return "Slurm's commands are not installed (run: bash scripts/slurm-up.sh up)"
+        if not conf or not os.path.exists(conf):
+            return "SLURM_CONF is not set to a slurm.conf (run: bash scripts/slurm-up.sh up)"
+        os.environ["SLURM_CONF"] = conf
+        try:
+            res = subprocess.run(["sinfo", "-h", "-o", "%a"], capture_output=True, text=True, timeout=10)
+        except subprocess.TimeoutExpired:
+            return f"slurmctld of {conf} does not answer"
+        if res.returncode != 0:
+            return f"slurmctld of {conf} is not reachable: {res.stderr.strip()}"
+        return None
+
+    def inventory(self) -> str:
+        text = (SLURM_EXAMPLES / "jsctl.yaml").read_text(encoding="utf-8")
+        return text.replace("/tmp/jsctl-slurm/shared", str(self.ws / "shared"))
+
+    def received(self, handle: JobHandle, artifact: RenderedArtifact) -> str:
+        """The batch script as slurmctld stored it (scontrol write batch_script) and the job's comment,
+        which carries the script's hash."""
+        res = subprocess.run(["scontrol", "write", "batch_script", handle.id, "-"], capture_output=True, text=True,
+                             timeout=30)
+        assert res.returncode == 0, res.stderr
+        comment = subprocess.run(["squeue", "-h", "-j", handle.id, "-o", "%k"], capture_output=True, text=True,
+                                 timeout=30).stdout.strip()
+        if comment:  # still queued or running: the comment must be the planned one
+            assert comment == artifact.request.to_dict()["comment"], (comment, artifact.request)
+        (name, _), = artifact.files
+        return RenderedArtifact(artifact.kind, artifact.job_id, ((name, res.stdout),), artifact.request, "").digest
+
+    def jobs_named(self, job_id: str) -> list[str]:
+        res = subprocess.run(["squeue", "-h", "-n", job_id, "-o", "%i"], capture_output=True, text=True, timeout=30)
+        return res.stdout.split()
+
+    def unknown_handle(self) -> JobHandle:
+        return JobHandle("slurm", self.cluster, "99999999")
+
+    def sleeper(self, name: str) -> str:
+        return self.job(name, ["sh", "-c", "sleep 60"])
+
+    def cleanup(self, handles: list[str]) -> None:
+        ids = [JobHandle.parse(h).id for h in handles]
+        if ids:
+            subprocess.run(["scancel", *ids], capture_output=True)
+
+
+class TestCloudHarness(Harness):
+    __test__ = False
+    provider = "testcloud"
+    cluster = "tc"
+
+    def inventory(self) -> str:
+        return ("version: jetstream.v1\nclusters:\n  - name: tc\n    provider: testcloud\n    cloud: aws\n"
+                "    region: us-east-1\n    instance_types: [g5.xlarge, p4de.24xlarge]\n    root: .testcloud\n")
+
+    def compute(self, gpus: bool = False) -> str:
+        if gpus:
+            return "compute:\n  resources:\n    gpu:\n      type: a100-80gb\n      count: 8\n  time_limit: 10m\n"
+        return super().compute(gpus)
+
+    def _jobs(self) -> Path:
+        return self.ws / ".testcloud" / "jobs"
+
+    def received(self, handle: JobHandle, artifact: RenderedArtifact) -> str:
+        from jsctl.providers import registry
+
+        sent = json.loads((self._jobs() / handle.id / "submitted.json").read_text(encoding="utf-8"))
+        request = registry.get("testcloud").request_type().from_dict(sent["request"])
+        return RenderedArtifact(sent["kind"], sent["job_id"], tuple((a, b) for a, b in sent["files"]), request,
+                                "").digest
+
+    def jobs_named(self, job_id: str) -> list[str]:
+        return sorted(p.name for p in self._jobs().glob(f"{job_id}.*")) if self._jobs().exists() else []
+
+
+HARNESSES: dict[str, type[Harness]] = {"local": LocalHarness, "slurm": SlurmHarness, "testcloud": TestCloudHarness}
