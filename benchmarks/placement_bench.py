@@ -22,7 +22,8 @@ sys.path.insert(0, ROOT)
 
 from jsctl import api  # noqa: E402
 from jsctl.model.spec import Gpu  # noqa: E402
-from jsctl.plan import catalog, offers, placement  # noqa: E402
+from jsctl.model.catalog import instance_offers  # noqa: E402
+from jsctl.plan import catalog, placement  # noqa: E402
 from jsctl.model.cluster import Cluster, Offer  # noqa: E402
 
 TARGET_S = 1.0
@@ -47,11 +48,12 @@ def inventory() -> tuple[list[Offer], list[str]]:
     out.append(Offer("local", "local", "this machine", "*", 8, 1, 512, 512 * GIB, "loopback", True, None,
                      node_hour_price=0.0, capacities=("on-demand", "spot", "backfill")))
     cat = catalog.builtin()
-    clouds = [Cluster("aws", "aws-batch", {"region": "us-east-1"}),
-              Cluster("aws-spot", "aws-batch", {"spot": True, "instance_types": ["p4de.24xlarge", "g5.48xlarge"]}),
-              Cluster("gcp", "gcp-batch", {"spot": True}),
-              Cluster("azure", "azure-ml", {})]
-    out.extend(offers.offers_for(clouds, cat))
+    clouds = [(Cluster("aws", "aws-batch", {"region": "us-east-1"}), "aws"),
+              (Cluster("aws-spot", "aws-batch", {"spot": True, "instance_types": ["p4de.24xlarge", "g5.48xlarge"]}),
+               "aws"),
+              (Cluster("gcp", "gcp-batch", {"spot": True}), "gcp"),
+              (Cluster("azure", "azure-ml", {}), "azure")]
+    out.extend(o for cluster, cloud in clouds for o in instance_offers(cluster, cat, cloud))
     clusters = sorted({o.cluster for o in out})
     assert len(clusters) == 10, clusters
     return out, ["hpc", "uni"]

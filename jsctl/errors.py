@@ -56,6 +56,5 @@ class CapabilityError(ProviderError):
 
 
 class UsageError(JsctlError):
-    """The command line asks for something that cannot be done (unknown job, no terminal ...)."""
-
-    exit_code = 2
+    """The command line asks for something that cannot be done (unknown job, no terminal ...). Exits 1
+    like every error: 2 means "changes present" under `plan --detailed-exitcode`."""

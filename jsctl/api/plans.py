@@ -34,12 +34,15 @@ def variables(cli_vars: Iterable[str] = (), var_files: Iterable[str] = ()) -> tu
 
 def validate(paths: Sequence[str], vars: Variables | None = None) -> Validation:
     """Load and check job and workflow files; every job resolved as its first generation."""
+    from jsctl.plan.planner import runtime_names
+
     vars = vars or Variables({})
-    sources, diags = load_sources(paths, vars)
+    names = runtime_names()  # what the installed providers' engines set when a job runs
+    sources, diags = load_sources(paths, vars, names)
     specs: dict[str, JobSpec] = {}
     upstream: dict[str, dict[str, str]] = {}
     for source in sources.jobs:
-        spec, ds = resolve_job(source, 1, upstream)
+        spec, ds = resolve_job(source, 1, upstream, names)
         diags.extend(ds)
         if spec is not None:
             specs[source.address] = spec
@@ -55,12 +58,12 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | No
     import os
 
     from jsctl.errors import ConfigError
-    from jsctl.plan.planner import PlanInputs, make_plan
+    from jsctl.plan.planner import PlanInputs, make_plan, runtime_names
 
     ws = ws or open_workspace()
     store = store_for(ws)
     state = state if state is not None else store.read()
-    sources, diags = load_sources(paths, vars or Variables({}))
+    sources, diags = load_sources(paths, vars or Variables({}), runtime_names())
     if has_errors(diags):
         exc = ConfigError(diags)
         exc.sources = sources.texts()

@@ -27,7 +27,16 @@ Examples:
 
 
 class JsctlGroup(click.Group):
-    """Maps JsctlError to its exit code and a readable message; tracebacks only with --debug."""
+    """Maps JsctlError to its exit code and a readable message; tracebacks only with --debug. Usage
+    errors (click's own too) exit 1, as every error does: 2 is "changes present" for --detailed-exitcode."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            exc.exit_code = 1
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -35,6 +44,9 @@ class JsctlGroup(click.Group):
         except JsctlError as exc:
             report(exc)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            exc.exit_code = 1
+            raise
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except KeyboardInterrupt:

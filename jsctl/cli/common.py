@@ -43,12 +43,3 @@ def confirm(question: str, auto_approve: bool) -> bool:
     answer = click.prompt("  Enter a value", default="", show_default=False)
     return answer.strip() == "yes"
 
-
-def find_job(state, ref: str) -> str:
-    matches = state.find(ref)
-    if not matches:
-        known = ", ".join(sorted(r.get("name", a) for a, r in state.resources.items())) or "none"
-        raise UsageError(f"no job {ref!r} in state (jobs: {known})")
-    if len(matches) > 1:
-        raise UsageError(f"{ref!r} matches several jobs: {', '.join(matches)}; use the full address")
-    return matches[0]

@@ -1,7 +1,5 @@
-"""Day-two verbs on jobs in state: status, describe, logs, stop, pause, resume, metrics."""
+"""Day-two verbs on jobs in state: status, describe, logs, stop, pause, resume, scale, metrics (views of jsctl.api)."""
 from __future__ import annotations
-
-from jsctl import JSON_FORMAT_VERSION
 
 import json
 import sys
@@ -9,7 +7,8 @@ import time
 
 import click
 
-from jsctl.cli.common import echo_err, find_job, lock_seconds, lock_timeout_option, on_lock_wait, workspace_option
+from jsctl import JSON_FORMAT_VERSION
+from jsctl.cli.common import echo_err, lock_seconds, lock_timeout_option, on_lock_wait, workspace_option
 
 
 def _age(seconds: float | None) -> str:
@@ -23,34 +22,6 @@ def _age(seconds: float | None) -> str:
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
 
 
-def _rows(ws, state, ref):
-    from jsctl import api
-
-    addresses = [find_job(state, ref)] if ref else sorted(state.resources)
-    live = api.refresh(ws, state, echo_err)
-    api.observe(ws, state, live)
-    now = time.time()
-    rows = []
-    for address in addresses:
-        record = state.resources[address]
-        s = live.get(address)
-        status = dict(record.get("status") or {})
-        if s is not None:
-            status.update(phase=s.phase, engine_state=s.engine_state, reason=s.reason, started_at=s.started_at,
-                          ended_at=s.ended_at, exit_code=s.exit_code, restarts=s.restarts)
-        start = status.get("started_at")
-        end = status.get("ended_at") or now
-        price = (record.get("cost_basis") or {}).get("price_per_hour")
-        spent = price * (end - start) / 3600 if price is not None and start else None
-        rows.append({"address": address, "name": record.get("name"), "job_id": record.get("job_id"),
-                     "handle": record.get("handle"), "phase": status.get("phase", "UNKNOWN"),
-                     "engine_state": status.get("engine_state"), "reason": status.get("reason"),
-                     "exit_code": status.get("exit_code"), "restarts": status.get("restarts", 0),
-                     "started_at": start, "ended_at": status.get("ended_at"),
-                     "submitted_at": record.get("submitted_at"), "cost_so_far": spent})
-    return rows
-
-
 @click.command()
 @click.argument("job", required=False)
 @click.option("--json", "as_json", is_flag=True)
@@ -62,11 +33,10 @@ def status(job, as_json, workspace_file) -> None:
     """
     from jsctl import api
 
-    ws = api.open_workspace(workspace_file)
-    state = api.store_for(ws).read()
-    rows = _rows(ws, state, job)
+    rows = api.status(api.open_workspace(workspace_file), job, echo_err)
     if as_json:
-        click.echo(json.dumps({"format_version": JSON_FORMAT_VERSION, "jobs": rows}, indent=2))
+        click.echo(json.dumps({"format_version": JSON_FORMAT_VERSION, "jobs": [r.to_dict() for r in rows]},
+                              indent=2))
         return
     if not rows:
         click.echo("No jobs in state. Run jsctl apply -f FILE to submit one.")
@@ -74,15 +44,15 @@ def status(job, as_json, workspace_file) -> None:
     now = time.time()
     table = [("JOB", "ID", "WHERE", "PHASE", "ENGINE STATE", "RESTARTS", "AGE", "$ SO FAR")]
     for r in rows:
-        table.append((r["name"], r["job_id"], r["handle"] or "—", r["phase"], r["engine_state"] or "—",
-                      str(r["restarts"]), _age(now - r["submitted_at"] if r["submitted_at"] else None),
-                      f"{r['cost_so_far']:.2f}" if r["cost_so_far"] is not None else "—"))
+        table.append((r.name, r.job_id, str(r.handle or "—"), r.phase, r.engine_state or "—", str(r.restarts),
+                      _age(now - r.submitted_at if r.submitted_at else None),
+                      f"{r.cost_so_far:.2f}" if r.cost_so_far is not None else "—"))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(table[0]))]
     for row in table:
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
     for r in rows:
-        if r["reason"]:
-            click.echo(f"{r['name']}: {r['reason']}")
+        if r.reason:
+            click.echo(f"{r.name}: {r.reason}")
 
 
 @click.command()
@@ -95,46 +65,31 @@ def describe(job, workspace_file) -> None:
     """
     from jsctl import api
 
-    ws = api.open_workspace(workspace_file)
-    state = api.store_for(ws).read()
-    address = find_job(state, job)
-    record = state.resources[address]
-    row = _rows(ws, state, address)[0]
-    click.echo(f"Job:        {address}\nID:         {record.get('job_id')} (generation {record.get('generation')})")
-    click.echo(f"Handle:     {record.get('handle')}")
-    click.echo(f"Phase:      {row['phase']} (engine: {row['engine_state']})" +
-               (f"\nReason:     {row['reason']}" if row["reason"] else ""))
-    click.echo(f"Exit code:  {row['exit_code']}   Restarts: {row['restarts']}")
+    detail = api.describe(api.open_workspace(workspace_file), job, echo_err)
+    record, row = detail.record, detail.status
+    click.echo(f"Job:        {record.address}\nID:         {record.job_id} (generation {record.generation})")
+    click.echo(f"Handle:     {record.handle}")
+    click.echo(f"Phase:      {row.phase} (engine: {row.engine_state})" +
+               (f"\nReason:     {row.reason}" if row.reason else ""))
+    click.echo(f"Exit code:  {row.exit_code}   Restarts: {row.restarts}")
     when = lambda t: time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) if t else "—"  # noqa: E731
-    click.echo(f"Submitted:  {when(record.get('submitted_at'))}   Started: {when(row['started_at'])}   "
-               f"Ended: {when(row['ended_at'])}")
-    p = record.get("placement") or {}
+    click.echo(f"Submitted:  {when(record.submitted_at)}   Started: {when(row.started_at)}   "
+               f"Ended: {when(row.ended_at)}")
+    p = record.placement or {}
     click.echo(f"Placement:  {p.get('cluster')} / {p.get('pool')} : {p.get('nodes')} × {p.get('gpus_per_node')} "
                f"{p.get('gpu_type') or 'cpu'}")
-    if record.get("strategy"):
-        click.echo(f"Strategy:   {json.dumps(record['strategy'], sort_keys=True)}")
-    for name, path in (record.get("outputs") or {}).items():
+    if record.strategy:
+        click.echo(f"Strategy:   {json.dumps(record.strategy, sort_keys=True)}")
+    for name, path in record.outputs.items():
         click.echo(f"Output:     {name} → {path}")
     click.echo("Events:")
-    for h in record.get("events") or []:
-        click.echo(f"  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(h['time']))}  {h['event']}")
-    art = record.get("artifact") or {}
-    click.echo(f"Artifact:   {art.get('summary')}, sha256 {record.get('artifact_digest')}")
+    for e in record.events:
+        click.echo(f"  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e.time))}  {e.event}")
+    art = record.artifact or {}
+    click.echo(f"Artifact:   {art.get('summary')}, sha256 {record.artifact_digest}")
     for name, content in art.get("files") or []:
         click.echo(f"---- {name} ----\n{content.rstrip()}")
-    click.echo("Spec:\n" + json.dumps(record.get("spec"), indent=2))
-
-
-def _client_and_handle(workspace_file, job):
-    from jsctl import api
-    from jsctl.apply import Clients
-    from jsctl.model.status import JobHandle
-
-    ws = api.open_workspace(workspace_file)
-    state = api.store_for(ws).read()
-    address = find_job(state, job)
-    handle = JobHandle.parse(state.resources[address]["handle"])
-    return ws, state, address, Clients(ws).get(handle.cluster), handle
+    click.echo("Spec:\n" + json.dumps(record.spec, indent=2))
 
 
 @click.command()
@@ -148,54 +103,37 @@ def logs(job, follow, tail, node, workspace_file) -> None:
 
     Example: jsctl logs -f --tail 100 quickstart
     """
-    _, _, _, client, handle = _client_and_handle(workspace_file, job)
+    from jsctl import api
+
     try:
-        for line in client.logs(handle, node=node, follow=follow, tail=tail):
+        for line in api.logs(api.open_workspace(workspace_file), job, node, follow, tail):
             click.echo(line, nl=False)
     except BrokenPipeError:
         sys.exit(0)
 
 
-def _update_record(ws, address: str, lock_timeout: str, event: str, status: dict | None = None,
-                   **fields) -> None:
-    """Record what a day-two verb did to a job: status fields, other fields, and an event."""
-    from jsctl import api
-
-    store = api.store_for(ws)
-    with store.locked(event.split()[0], lock_seconds(lock_timeout), on_lock_wait):
-        state = store.read()
-        record = dict(state.resources[address], **fields)
-        if status:
-            record["status"] = {**(record.get("status") or {}), **status}
-        record["events"] = [*(record.get("events") or []), {"time": time.time(), "event": event}]
-        record["updated_at"] = time.time()
-        state.put(address, record)
-        store.write(state)
-
-
-def _control_command(name: str, method: str, past: str, doc: str, **status):
-    """stop, pause, resume: the provider client acts, then state records what was done."""
+def _control_command(name: str, doc: str):
+    """stop, pause, resume: the API acts through the job's provider client and records it in state."""
 
     @click.command(name, help=doc)
     @click.argument("job")
     @lock_timeout_option
     @workspace_option
     def command(job, lock_timeout, workspace_file) -> None:
-        ws, _, address, client, handle = _client_and_handle(workspace_file, job)
-        getattr(client, method)(handle)
-        _update_record(ws, address, lock_timeout, name, status)
-        click.echo(f"{past} {address} ({handle}).")
+        from jsctl import api
+
+        done = getattr(api, name)(api.open_workspace(workspace_file), job, lock_seconds(lock_timeout), on_lock_wait)
+        click.echo(f"{PAST[name]} {done.address} ({done.handle}).")
 
     return command
 
 
-stop = _control_command("stop", "cancel", "Stopped", "Cancel a job (idempotent); it stays in state as CANCELLED.\n\n"
-                        "Example: jsctl stop quickstart", phase="CANCELLED", reason="stopped by jsctl stop",
-                        stopped_by_jsctl=True)
-pause = _control_command("pause", "pause", "Paused", "Pause a running job (Slurm: scontrol suspend; local: "
-                         "SIGSTOP).\n\nExample: jsctl pause quickstart", phase="PAUSED")
-resume = _control_command("resume", "resume", "Resumed", "Resume a paused job.\n\nExample: jsctl resume quickstart",
-                          phase="RUNNING")
+PAST = {"stop": "Stopped", "pause": "Paused", "resume": "Resumed"}
+stop = _control_command("stop", "Cancel a job (idempotent); it stays in state as CANCELLED.\n\n"
+                        "Example: jsctl stop quickstart")
+pause = _control_command("pause", "Pause a running job (Slurm: scontrol suspend; local: SIGSTOP).\n\n"
+                         "Example: jsctl pause quickstart")
+resume = _control_command("resume", "Resume a paused job.\n\nExample: jsctl resume quickstart")
 
 
 @click.command()
@@ -208,15 +146,12 @@ def scale(job, gpu_count, lock_timeout, workspace_file) -> None:
 
     Example: jsctl scale quickstart --gpu-count 4
     """
-    ws, state, address, client, handle = _client_and_handle(workspace_file, job)
-    client.scale(handle, gpu_count)
-    record = state.resources[address]  # what is live now differs from the file: state says so
-    spec = json.loads(json.dumps(record.get("spec") or {}))
-    spec.setdefault("compute", {}).setdefault("resources", {}).setdefault("gpu", {})["count"] = gpu_count
-    _update_record(ws, address, lock_timeout, f"scaled to {gpu_count} GPUs", spec=spec,
-                   placement=dict(record.get("placement") or {}, gpus_per_node=gpu_count))
-    click.echo(f"Scaling {address} ({handle}) to {gpu_count} GPUs: it checkpoints and resumes on the new shape.\n"
-               f"The job file still says otherwise: the next plan shows the difference until you change gpu.count.")
+    from jsctl import api
+
+    done = api.scale(api.open_workspace(workspace_file), job, gpu_count, lock_seconds(lock_timeout), on_lock_wait)
+    click.echo(f"Scaling {done.address} ({done.handle}) to {done.gpus} GPUs: it checkpoints and resumes on the new "
+               f"shape.\nThe job file still says otherwise: the next plan shows the difference until you change "
+               f"gpu.count.")
 
 
 @click.command()
@@ -228,10 +163,10 @@ def metrics(job, detail, workspace_file) -> None:
 
     Example: jsctl metrics quickstart --detail
     """
-    from jsctl.metrics import parse_metrics, render_metrics
+    from jsctl import api
+    from jsctl.metrics import render_metrics
 
-    _, _, _, client, handle = _client_and_handle(workspace_file, job)
-    summary = parse_metrics(client.logs(handle))
+    summary = api.metrics(api.open_workspace(workspace_file), job)
     click.echo(render_metrics(summary, detail=detail))
 
 

@@ -21,6 +21,9 @@ def changing_options(command):
     """The options of the verbs that change what is live (apply, destroy)."""
     for option in reversed((files_option, var_option, var_file_option, target_option,
                             click.option("--auto-approve", is_flag=True, help="Do not ask for approval."),
+                            click.option("--json", "as_json", is_flag=True,
+                                         help="Stream what is done as JSON lines for CI (docs/apply-json.md); "
+                                              "needs --auto-approve or a saved plan."),
                             lock_timeout_option, workspace_option)):
         command = option(command)
     return command
@@ -98,26 +101,60 @@ def _seconds(text, option):
         raise UsageError(f"{option} expects a duration like 48h or 90m, got {text!r}") from None
 
 
-def _run_apply(ws, the_plan, auto_approve: bool, question: str, done: str) -> None:
-    from jsctl import api
+EVENT_TEXT = {  # how each apply event reads in the terminal
+    "stopping": "{address}: stopping {handle}...",
+    "destroyed": "{address}: destroyed",
+    "updated": "{address}: updated in place",
+    "waiting": "{address}: waiting for {dependency} to succeed...",
+    "skipped": "{address}: not submitted: {reason}",
+    "adopted": "{address}: found {handle} already submitted for {job_id}; adopting it",
+    "submitted": "{address}: submitted {handle} ({job_id})",
+    "submit_failed": "{address}: submit failed: {message}",
+}
+
+
+def event_text(event) -> str:
+    return EVENT_TEXT[event.type].format(**event.to_dict())
+
+
+def _json_line(data: dict) -> None:
+    click.echo(json.dumps(data))
+
+
+def _run_apply(ws, the_plan, auto_approve: bool, question: str, done: str, as_json: bool = False) -> None:
+    from jsctl import JSON_FORMAT_VERSION, api
+    from jsctl.apply import ApplyResult
 
     if not the_plan.has_changes:
+        if as_json:
+            _json_line({**ApplyResult().to_dict(), "format_version": JSON_FORMAT_VERSION})
         return
     if not confirm(question, auto_approve):
         click.echo("Apply cancelled.")
         sys.exit(1)
-    result = api.apply(the_plan, ws, echo=click.echo)
-    click.echo(f"\n{done} Resources: {result.added} added, {result.changed} changed, {result.destroyed} destroyed.")
+    on_event = (lambda e: _json_line(e.to_dict())) if as_json else (lambda e: click.echo(event_text(e)))
+    result = api.apply(the_plan, ws, on_event)
+    if as_json:
+        _json_line({**result.to_dict(), "format_version": JSON_FORMAT_VERSION})
+    else:
+        click.echo(f"\n{done} Resources: {result.added} added, {result.changed} changed, "
+                   f"{result.destroyed} destroyed.")
     if not result.ok:
         for address, why in {**result.failed, **result.skipped}.items():
             echo_err(f"Error: {address}: {why}")
         sys.exit(1)
 
 
+def _json_needs_approval(as_json: bool, auto_approve: bool) -> None:
+    if as_json and not auto_approve:
+        raise UsageError("--json needs --auto-approve (or, for apply, a saved PLANFILE): there is no one to ask",
+                         hint="in CI: jsctl plan -out plan.json, review it, then jsctl apply --json plan.json")
+
+
 @click.command()
 @click.argument("planfile", required=False, type=click.Path(dir_okay=False))
 @changing_options
-def apply(planfile, files, cli_vars, var_files, targets, auto_approve, lock_timeout, workspace_file) -> None:
+def apply(planfile, files, cli_vars, var_files, targets, auto_approve, as_json, lock_timeout, workspace_file) -> None:
     """Submit jobs: apply a saved plan exactly, or plan FILEs and apply after approval.
 
     Example: jsctl apply -f examples/quickstart.yaml --auto-approve
@@ -130,24 +167,25 @@ def apply(planfile, files, cli_vars, var_files, targets, auto_approve, lock_time
         raise UsageError("give either a saved PLANFILE or -f FILE..., not both")
     if not planfile and not files:
         raise UsageError("apply needs a saved PLANFILE or -f FILE...")
+    _json_needs_approval(as_json, auto_approve or bool(planfile))
+    show = echo_err if as_json else click.echo  # with --json, stdout carries only the JSON lines
     ws = api.open_workspace(workspace_file)
     store = api.store_for(ws)
     with store.locked("apply", lock_seconds(lock_timeout), on_lock_wait):
         if planfile:
             the_plan = plans.load(planfile)
             if not the_plan.has_changes:
-                click.echo("No changes. Nothing to apply.")
-                return
-            _run_apply(ws, the_plan, True, "", "Apply complete!")
+                show("No changes. Nothing to apply.")
+            _run_apply(ws, the_plan, True, "", "Apply complete!", as_json)
             return
         the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, echo=echo_err)
-        click.echo(output.render_text(the_plan))
-        _run_apply(ws, the_plan, auto_approve, "Do you want to perform these actions?", "Apply complete!")
+        show(output.render_text(the_plan))
+        _run_apply(ws, the_plan, auto_approve, "Do you want to perform these actions?", "Apply complete!", as_json)
 
 
 @click.command()
 @changing_options
-def destroy(files, cli_vars, var_files, targets, auto_approve, lock_timeout, workspace_file) -> None:
+def destroy(files, cli_vars, var_files, targets, auto_approve, as_json, lock_timeout, workspace_file) -> None:
     """Stop and forget every job of these files.
 
     Example: jsctl destroy -f examples/quickstart.yaml --auto-approve
@@ -157,12 +195,14 @@ def destroy(files, cli_vars, var_files, targets, auto_approve, lock_timeout, wor
 
     if not files:
         raise UsageError("destroy needs at least one -f FILE")
+    _json_needs_approval(as_json, auto_approve)
     ws = api.open_workspace(workspace_file)
     store = api.store_for(ws)
     with store.locked("destroy", lock_seconds(lock_timeout), on_lock_wait):
         the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, destroy=True, echo=echo_err)
-        click.echo(output.render_text(the_plan))
-        _run_apply(ws, the_plan, auto_approve, "Do you really want to destroy these jobs?", "Destroy complete!")
+        (echo_err if as_json else click.echo)(output.render_text(the_plan))
+        _run_apply(ws, the_plan, auto_approve, "Do you really want to destroy these jobs?", "Destroy complete!",
+                   as_json)
 
 
 @click.command("force-unlock")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jsctl.config.quantities import parse_bytes, parse_duration, parse_parameters
-from jsctl.model.spec import Compute, Environment, Gpu, JobSpec, Lifecycle, Model, Mount, Recovery, Strategy
+from jsctl.config.quantities import parse_bytes, parse_duration, parse_frequency, parse_parameters
+from jsctl.model.spec import Compute, Environment, Frequency, Gpu, JobSpec, Lifecycle, Model, Mount, Recovery, Strategy
 
 
 def _argv(items: list) -> tuple[str, ...]:
@@ -13,6 +13,10 @@ def _argv(items: list) -> tuple[str, ...]:
 
 def _hooks(items: list | None) -> tuple[tuple[str, ...], ...]:
     return tuple(_argv(h["command"]) for h in items or [])
+
+
+def _frequency(text: str | None) -> Frequency | None:
+    return Frequency(*parse_frequency(text)) if text else None
 
 
 def _text(value: Any) -> str:
@@ -66,7 +70,7 @@ def build(data: dict, file: str) -> JobSpec:
         ),
         inputs=tuple(Mount(i["name"], i["path"], i.get("mount_path")) for i in storage.get("inputs") or ()),
         outputs=tuple(Mount(o["name"], o["path"], o.get("mount_path"),
-                            (o.get("policy") or {}).get("save_frequency"),
+                            _frequency((o.get("policy") or {}).get("save_frequency")),
                             (o.get("policy") or {}).get("keep_latest"))
                       for o in storage.get("outputs") or ()),
         lifecycle=Lifecycle(_argv(life["command"]), _hooks(life.get("pre_run")),

@@ -89,6 +89,8 @@ def load(path: str | None = None, providers: Mapping[str, SchemaSource] | None =
 
 def check_clusters(doc: Document, providers: Mapping[str, SchemaSource]) -> list[Diagnostic]:
     """Each cluster's provider is installed and its settings pass the provider's schema (positioned)."""
+    from jsonschema.exceptions import SchemaError
+
     out: list[Diagnostic] = []
     installed = sorted(providers)
     for i, c in enumerate(doc.data.get("clusters") or []):
@@ -100,8 +102,6 @@ def check_clusters(doc: Document, providers: Mapping[str, SchemaSource]) -> list
                              + "; a provider package registers itself in the 'jsctl.providers' entry-point group",
                              length=len(name)))
             continue
-        from jsonschema.exceptions import SchemaError
-
         settings = {k: v for k, v in c.items() if k not in CLUSTER_KEYS}
         found = providers[name]
         try:

@@ -5,6 +5,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, ClassVar, Mapping, TypeVar
 
 from jsctl.model.diff import field_changes
@@ -83,14 +84,31 @@ class RenderedArtifact:
                    d["summary"], tuple(d.get("notes", ())), tuple(d.get("secrets", ())), tuple(d.get("upstream", ())))
 
 
+class Action(str, Enum):
+    """What apply does at an address (Terraform's words). A str: compares equal to its value."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    REPLACE = "replace"
+    DELETE = "delete"
+    NO_OP = "no-op"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __hash__ = str.__hash__  # a key of a dict keyed by the plain word finds it
+
+
 @dataclass(frozen=True)
 class Change:
     """The provider's verdict on a changed artifact: update in place, or replace, with the request
     field paths that force replacement (`request.partition`) and the reasons to print."""
 
-    action: str  # "no-op" | "update" | "replace"
+    action: Action  # no-op, update or replace
     reasons: tuple[str, ...] = ()
     fields: tuple[str, ...] = ()  # request fields whose change forces replacement
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "action", Action(self.action))
 
 
 def request_change(prior: Mapping[str, Any] | None, request: Request) -> Change:

@@ -52,11 +52,22 @@ class Strategy:
 
 
 @dataclass(frozen=True)
+class Frequency:
+    """A checkpoint save policy, parsed once: every `n` steps or every `n` seconds."""
+
+    unit: str  # "steps" | "seconds"
+    n: int
+
+    def __str__(self) -> str:  # the form JETSTREAM_SAVE_FREQUENCY carries to the runtime
+        return f"{self.n}steps" if self.unit == "steps" else f"{self.n}s"
+
+
+@dataclass(frozen=True)
 class Mount:
     name: str
     path: str
     mount_path: str | None
-    save_frequency: str | None = None
+    save_every: Frequency | None = None  # storage.outputs[].policy.save_frequency
     keep_latest: int | None = None
 
 
@@ -102,4 +113,4 @@ class JobSpec:
     @property
     def checkpoint_output(self) -> Mount | None:
         """The output that holds checkpoints: the first with a save policy."""
-        return next((o for o in self.outputs if o.save_frequency or o.keep_latest), None)
+        return next((o for o in self.outputs if o.save_every or o.keep_latest), None)

@@ -2,11 +2,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 from jsctl.errors import ProviderError
 
-PHASES = ("PENDING", "RUNNING", "PAUSED", "PREEMPTED", "SUCCEEDED", "FAILED", "CANCELLED", "UNKNOWN")
-TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+class Phase(str, Enum):
+    """jsctl's word for where a job is, the same on every engine (the engine's own word stays beside it).
+    A str: it compares equal to its name and prints as it, in text and JSON."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    PAUSED = "PAUSED"
+    PREEMPTED = "PREEMPTED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    UNKNOWN = "UNKNOWN"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __hash__ = str.__hash__  # a key of a dict keyed by the plain word finds it
+
+
+PHASES = tuple(p.value for p in Phase)
+TERMINAL = frozenset({Phase.SUCCEEDED, Phase.FAILED, Phase.CANCELLED})
 REQUEUE_EXIT_CODE = 75  # the in-job runtime exits with this after a preemption checkpoint
 
 
@@ -32,7 +52,7 @@ class JobHandle:
 
 @dataclass(frozen=True)
 class LiveStatus:
-    phase: str  # one of PHASES
+    phase: Phase
     engine_state: str  # the engine's own word (Slurm's COMPLETED, ...)
     reason: str | None = None
     started_at: float | None = None
@@ -41,6 +61,9 @@ class LiveStatus:
     restarts: int = 0
     nodes: tuple[str, ...] = ()
     step: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phase", Phase(self.phase))  # a typo in a provider fails here, not later
 
     @property
     def terminal(self) -> bool:

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
-from jsctl.config.quantities import format_duration, parse_frequency
+from jsctl.config.quantities import format_duration
 from jsctl.model.spec import JobSpec
 from jsctl.model.job import Placement
 
@@ -101,12 +101,9 @@ def span(seconds: float) -> str:
 def checkpoint_interval(spec: JobSpec, step_seconds: float = 1.0) -> tuple[float | None, str | None]:
     """Seconds between checkpoints and how that was read, or (None, None) without a save policy."""
     out = spec.checkpoint_output
-    if out is None or not out.save_frequency:
+    if out is None or not out.save_every:
         return None, None
-    try:
-        unit, n = parse_frequency(out.save_frequency)
-    except ValueError:
-        return None, None
+    unit, n = out.save_every.unit, out.save_every.n
     if unit == "steps":
         secs = n * step_seconds
         return secs, (f"checkpoint every {n} steps ≈ {format_duration(round(secs))} "

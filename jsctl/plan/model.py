@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from jsctl.plan.cost import CostEstimate, PlanCost
 from jsctl.model.diff import FieldChange
 from jsctl.plan.placement import Candidate
-from jsctl.model.artifact import RenderedArtifact
+from jsctl.model.artifact import Action, RenderedArtifact
 from jsctl.model.job import Placement
 
-ACTIONS = ("create", "update", "replace", "delete", "no-op")
 SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "no-op": " "}
 TF_ACTIONS = {"create": ["create"], "update": ["update"], "replace": ["delete", "create"], "delete": ["delete"],
               "no-op": ["no-op"]}
@@ -19,7 +18,7 @@ TF_ACTIONS = {"create": ["create"], "update": ["update"], "replace": ["delete", 
 class ResourceChange:
     address: str
     name: str
-    action: str
+    action: Action
     reasons: tuple[str, ...] = ()
     job_id: str | None = None
     generation: int | None = None
@@ -34,6 +33,7 @@ class ResourceChange:
     fields: tuple[FieldChange, ...] = ()  # the job document's changed fields (what the user edited)
     forces: tuple[str, ...] = ()  # request fields whose change forces replacement (the provider's diff)
     depends_on: tuple[str, ...] = ()
+    dependencies_enforced: bool = False  # the engine itself holds the job until depends_on succeed (capabilities)
     strategy: dict = field(default_factory=dict)
     strategy_text: str = ""
     outputs: dict = field(default_factory=dict)
@@ -41,6 +41,9 @@ class ResourceChange:
     cost: CostEstimate | None = None
     scheduler: str | None = None  # --check-remote: the engine's answer (start estimate, or why not)
     refused: bool = False  # --check-remote: the engine says it cannot run this job
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "action", Action(self.action))
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -67,8 +67,8 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
             out.append(f"      {mark} output      = {name} → {path}")
         if c.depends_on:
             deps = ", ".join(c.depends_on)
-            how = " (Slurm --dependency=afterok on their job ids, --kill-on-invalid-dep=yes)" \
-                if c.provider == "slurm" else " (apply submits it when they have succeeded)"
+            how = " (the engine holds it until they have succeeded)" \
+                if c.dependencies_enforced else " (apply submits it when they have succeeded)"
             out.append(f"      {mark} depends_on  = {deps}{how}")
         if c.scheduler:
             out.append(f"      {mark} scheduler   = {'REFUSED: ' if c.refused else ''}{c.scheduler}")
@@ -154,7 +154,8 @@ def to_json(plan: Plan) -> dict:
                      "placement": c.placement.to_dict() if c.placement else None, "strategy": c.strategy,
                      "artifact": c.artifact.to_dict() if c.artifact else None,
                      "artifact_digest": c.artifact.digest if c.artifact else None,
-                     "outputs": c.outputs, "depends_on": list(c.depends_on), "secrets": list(c.secrets),
+                     "outputs": c.outputs, "depends_on": list(c.depends_on),
+                     "dependencies_enforced": c.dependencies_enforced, "secrets": list(c.secrets),
                      "cost": c.cost.to_dict() if c.cost else None}
         changes.append({
             "address": c.address, "name": c.name, "type": "job", "provider": c.provider, "cluster": c.cluster,

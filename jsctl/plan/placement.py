@@ -153,11 +153,6 @@ def _need(spec: JobSpec) -> _Need:
                  c.cpu_per_gpu or 0, c.memory_per_gpu or 0)
 
 
-def evaluate(spec: JobSpec, offer: Offer) -> Candidate:
-    """One offer checked against one job: shape, price and every reason it cannot run the job."""
-    return _evaluate(_need(spec), offer)
-
-
 def _evaluate(need: _Need, offer: Offer) -> Candidate:
     c = need.compute
     reasons: list[str] = []

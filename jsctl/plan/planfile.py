@@ -53,6 +53,7 @@ def load(path: str) -> Plan:
             artifact=RenderedArtifact.from_dict(art, registry.get(rc["provider"]).request_type()) if art else None,
             spec=after.get("spec"), forces=tuple(ch.get("forces_replacement") or ()),
             before=ch.get("before"), depends_on=tuple(after.get("depends_on") or ()),
+            dependencies_enforced=bool(after.get("dependencies_enforced")),
             strategy=after.get("strategy") or {}, outputs=after.get("outputs") or {}, cost=_cost(after.get("cost"))))
     prior = data["prior_state"]
     return Plan(tuple(changes), prior["serial"], prior["lineage"], prior["exists"], tuple(data.get("files") or ()),

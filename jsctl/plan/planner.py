@@ -180,6 +180,7 @@ def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInpu
         spec=spec.document, file=spec.file, before=prior,
         fields=tuple(field_changes(prior.get("spec") or {}, spec.document)) if prior else (), forces=tuple(forces),
         depends_on=source.depends_on, strategy=advice.to_env() if advice else {},
+        dependencies_enforced=bool(p and registry.get(p.provider).capabilities().dependencies),
         strategy_text=advice.describe() if advice else "", outputs=output_paths(spec), drift=drift, cost=estimate)
 
 

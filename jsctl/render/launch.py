@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from jsctl.config.quantities import parse_frequency
 from jsctl.config.variables import is_runtime_name
+from jsctl.errors import RenderError
 from jsctl.model.job import JobContext
 from jsctl.model.status import REQUEUE_EXIT_CODE
 from jsctl.render import shquote
@@ -121,9 +121,8 @@ def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None) -> dic
     ckpt = spec.checkpoint_output
     if ckpt is not None:
         env["JETSTREAM_CHECKPOINT_DIR"] = (mounts or {}).get(ckpt.name) or ckpt.mount_path or ckpt.path
-        if ckpt.save_frequency:
-            parse_frequency(ckpt.save_frequency)
-            env["JETSTREAM_SAVE_FREQUENCY"] = ckpt.save_frequency
+        if ckpt.save_every:
+            env["JETSTREAM_SAVE_FREQUENCY"] = str(ckpt.save_every)
         if ckpt.keep_latest:
             env["JETSTREAM_KEEP_LATEST"] = str(ckpt.keep_latest)
     env.update(dict(spec.environment.env_vars))
@@ -189,8 +188,6 @@ class RuntimePackage:
 def runtime_package() -> RuntimePackage:
     spec = importlib.util.find_spec("jsruntime")  # finds, does not import
     if spec is None or not spec.submodule_search_locations:
-        from jsctl.errors import RenderError
-
         raise RenderError("the jsruntime package is not installed beside jsctl", hint="pip install jsctl")
     source = list(spec.submodule_search_locations)[0]
     files = []

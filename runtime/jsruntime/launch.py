@@ -7,6 +7,14 @@ SIGUSR1, SIGINT or SIGHUP sent to this launcher is forwarded to torchrun, which 
 to the workers; repeats are not forwarded (a second signal makes torchrun abandon its
 graceful shutdown).
 
+``python -m jsruntime.launch --exec COMMAND [args]`` runs a command that starts torchrun
+itself (``torchrun ...`` as the user wrote it, ``bash -c "... torchrun ..."``) the same way.
+The torchrun in it takes the options its command line lacks from ``PET_*`` (jsctl sets
+``PET_SIGNALS_TO_HANDLE`` with SIGUSR1).  A signal is forwarded to this launcher's whole
+process group when it leads one (as a Slurm task or a local jsctl run does): a shell that
+did not ``exec`` torchrun dies of SIGUSR1, the torchrun it started does not, and this
+launcher keeps waiting for it.
+
 torchrun itself exits 1 after a signal, whatever its workers did.  Workers that checkpointed
 on a preemption signal write a status file (``JSRUNTIME_STATUS_FILE``, set here); this
 launcher is a child subreaper, waits for every worker (also those torchrun left behind, up
@@ -30,6 +38,7 @@ from pathlib import Path
 from .env import REQUEUE_EXIT_CODE
 
 SIGNALS_TO_HANDLE = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
+EXEC = "--exec"
 FORWARDED = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -86,22 +95,44 @@ def _reap_orphans(grace_s: float) -> None:
         time.sleep(0.1)
 
 
-def run(args: Sequence[str]) -> int:
+def run(args: Sequence[str], exec_command: bool = False) -> int:
+    """torchrun with ``args`` (or, with ``exec_command``, the command ``args``) to the end: its exit
+    code, or REQUEUE_EXIT_CODE when the workers checkpointed on a preemption signal."""
     fd, status_file = tempfile.mkstemp(prefix="jsruntime-status-")
     os.close(fd)
     os.unlink(status_file)  # exists only once a worker wrote it
     env = dict(os.environ, JSRUNTIME_STATUS_FILE=status_file)
+    if exec_command:  # the torchrun inside takes it from here unless its command line says otherwise
+        env.setdefault("PET_SIGNALS_TO_HANDLE", SIGNALS_TO_HANDLE)
     _become_subreaper()
-    proc = subprocess.Popen(torchrun_command(args), env=env)
+    # A shell may fork torchrun instead of exec'ing it: signal the whole group then (it holds us too:
+    # our own copy finds the signal forwarded already). Not a group we do not lead: our parent's.
+    group = exec_command and os.getpgrp() == os.getpid()
     forwarded: set[int] = set()
+    early: list[int] = []  # arrived before the child existed
+    child: list[subprocess.Popen] = []
 
     def forward(signum: int, _frame: object) -> None:
-        if signum not in forwarded and proc.poll() is None:
-            forwarded.add(signum)
-            proc.send_signal(signum)
+        if signum in forwarded:
+            return
+        forwarded.add(signum)
+        if not child:
+            early.append(signum)
+        elif group:
+            os.killpg(0, signum)
+        elif child[0].poll() is None:
+            child[0].send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:
+        try:
+            proc = subprocess.Popen(list(args) if exec_command else torchrun_command(args), env=env)
+        except OSError as exc:
+            print(f"jsruntime.launch: cannot run {args[0]}: {exc}", file=sys.stderr, flush=True)
+            return 127
+        child.append(proc)
+        for signum in early:
+            proc.send_signal(signum)
         rc = proc.wait()
         _reap_orphans(float(os.environ.get("JSRUNTIME_LAUNCH_GRACE_S", "300")))
     finally:
@@ -118,9 +149,11 @@ def run(args: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
+    if not args or args[0] in ("-h", "--help") or args == [EXEC]:
         print(__doc__)
-        sys.exit(0 if args else 2)
+        sys.exit(0 if args and args[0] != EXEC else 2)
+    if args[0] == EXEC:
+        sys.exit(run(args[1:], exec_command=True))
     sys.exit(run(args))
 
 

@@ -8,11 +8,7 @@ import os
 
 import pytest
 
-from contractkit import HARNESSES, Harness, SlurmHarness
-from jsctl.providers import registry
-
-INSTALLED = registry.names()
-PROVIDERS = [name for name in INSTALLED if name in HARNESSES]
+from contractkit import HARNESSES, PROVIDERS, Harness, SlurmHarness
 
 
 @pytest.fixture(params=PROVIDERS)

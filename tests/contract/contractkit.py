@@ -17,6 +17,7 @@ from typing import Callable
 
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.providers import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM_EXAMPLES = ROOT / "examples" / "slurm"
@@ -107,7 +108,6 @@ class Harness:
     # ---- the engine -------------------------------------------------------------------------------
     def client(self):
         from jsctl.config import workspace
-        from jsctl.providers import registry
 
         w = workspace.load(str(self.ws / "jsctl.yaml"))
         return registry.get(self.provider).client(w.cluster(self.cluster), str(self.ws))
@@ -151,8 +151,6 @@ class LocalHarness(Harness):
         return self.ws / ".jsctl" / "runs" / ident
 
     def received(self, handle: JobHandle, artifact: RenderedArtifact) -> str:
-        from jsctl.providers import registry
-
         directory = self._run_dir(handle.id)
         files = tuple((name, (directory / name).read_text(encoding="utf-8")) for name, _ in artifact.files)
         request = registry.get("local").request_type().from_dict(json.loads(dict(files)["run.json"]))
@@ -234,8 +232,6 @@ class TestCloudHarness(Harness):
         return self.ws / ".testcloud" / "jobs"
 
     def received(self, handle: JobHandle, artifact: RenderedArtifact) -> str:
-        from jsctl.providers import registry
-
         sent = json.loads((self._jobs() / handle.id / "submitted.json").read_text(encoding="utf-8"))
         request = registry.get("testcloud").request_type().from_dict(sent["request"])
         return RenderedArtifact(sent["kind"], sent["job_id"], tuple((a, b) for a, b in sent["files"]), request,
@@ -246,3 +242,5 @@ class TestCloudHarness(Harness):
 
 
 HARNESSES: dict[str, type[Harness]] = {"local": LocalHarness, "slurm": SlurmHarness, "testcloud": TestCloudHarness}
+INSTALLED = registry.names()  # every provider of the `jsctl.providers` entry points
+PROVIDERS = [name for name in INSTALLED if name in HARNESSES]

@@ -1,8 +1,13 @@
 """The Slurm provider's effects: sbatch, squeue, sacct, scancel, scontrol, sinfo — here or over ssh."""
 from __future__ import annotations
 
+import base64
+import io
 import json
+import os
+import posixpath
 import queue
+import tarfile
 import threading
 import time
 from typing import Iterator, Mapping
@@ -16,7 +21,12 @@ from jsctl.providers.slurm import inventory, parse
 from jsctl.providers.slurm.request import SbatchRequest
 from jsctl.providers.slurm.runner import Runner
 from jsctl.providers.slurm.settings import SlurmSettings
+from jsctl.render import launch
 
+# Unpack jsruntime (a base64 tar.gz on stdin) into $1 unless it is there: a directory named by the
+# content hash that exists is complete, because it appears by rename.
+STAGE_RUNTIME = ('d=$1; [ -d "$d" ] && exit 0; t="$d.tmp.$$"; mkdir -p "$t" && base64 -d | tar -xzf - -C "$t" '
+                 '&& { mv -T "$t" "$d" 2>/dev/null || { rm -rf "$t"; [ -d "$d" ]; }; }')
 GONE_CANCEL = ("already completing or completed", "Invalid job id specified", "Job has already finished")
 
 
@@ -75,6 +85,8 @@ class SlurmClient(ProviderClient):
             raise ProviderError(f"secret{'s' if len(missing) > 1 else ''} not given to submit: {', '.join(missing)}")
         if request.log_dir:
             self.runner.check(["mkdir", "-p", "--", request.log_dir])
+        if request.runtime_dir:
+            self._stage_runtime(request.runtime_dir)
         res = self.runner.run(argv, input=_script(artifact), secrets=secrets)
         if not res.ok:
             raise ProviderError(f"sbatch refused {artifact.job_id}: {res.error()}")
@@ -82,6 +94,16 @@ class SlurmClient(ProviderClient):
         if not job.isdigit():
             raise ProviderError(f"sbatch printed no job id for {artifact.job_id}: {res.stdout!r}")
         return JobHandle("slurm", self.cluster.name, job)
+
+    def _stage_runtime(self, path: str) -> None:
+        """Put this jsctl's jsruntime where the script expects it (docs/launch-contract.md)."""
+        package = launch.runtime_package()
+        if posixpath.basename(path) != package.name:
+            raise ProviderError(f"the plan was rendered with {posixpath.basename(path)}, but the jsruntime installed "
+                                f"here is {package.name}", hint="jsctl changed since the plan: run jsctl plan again")
+        res = self.runner.run(["sh", "-c", STAGE_RUNTIME, "sh", path], input=_archive(package))
+        if not res.ok:
+            raise ProviderError(f"could not stage jsruntime in {path}: {res.error()}")
 
     def _dependency_ids(self, upstream: Mapping[str, JobHandle]) -> list[str]:
         """Slurm ids to wait for. Slurm accepts an id it does not know and runs the job anyway, so each
@@ -285,6 +307,19 @@ class SlurmClient(ProviderClient):
         res = self.runner.run(["scontrol", *args])
         if not res.ok:
             raise ProviderError(f"scontrol {' '.join(args)} failed: {res.error()}", hint=hint)
+
+
+def _archive(package: launch.RuntimePackage) -> str:
+    """The package's files as a base64 tar.gz (text: it travels on stdin, over ssh too)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for rel in package.files:
+            with open(os.path.join(package.source, rel), "rb") as fh:
+                data = fh.read()
+            info = tarfile.TarInfo("jsruntime/" + rel.replace(os.sep, "/"))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _script(artifact: RenderedArtifact) -> str:

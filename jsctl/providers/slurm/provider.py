@@ -90,12 +90,15 @@ class SlurmProvider(Provider):
         if ctx["checkpoints"]:
             notes.append(f"requeues on preemption: SIGUSR1 {settings.signal_grace_s}s before the end, "
                          "checkpoint, scontrol requeue")
+        notes.append(f"jsruntime: this jsctl's copy, staged at submit in {ctx['runtime_dir']} and first on "
+                     "PYTHONPATH" + (" (mounted read-only into the container)" if c.runtime_dir else ""))
         notes.append(f"log: {ctx['log_file']}")
         options = dict(opt.removeprefix("--").partition("=")[::2] for opt in ctx["sbatch"])
         options["comment"] = script.sbatch_value(script.comment(job.address, job.generation, script_hash))
         request = SbatchRequest(argv=("sbatch", "--parsable", "--export=ALL"), script=f"{job.job_id}.sbatch",
                                 options=options, log_dir=ctx["log_root"], workdir=ctx["workdir"],
-                                access=settings.access.mode, container_runtime=c.runtime)
+                                access=settings.access.mode, container_runtime=c.runtime,
+                                runtime_dir=ctx["runtime_dir"])
         p = job.placement
         summary = (f"sbatch script: {p.nodes} node{'s' if p.nodes != 1 else ''}"
                    + (f" × {p.gpus_per_node} GPU{'s' if p.gpus_per_node != 1 else ''}" if p.gpus_per_node else "")

@@ -17,6 +17,7 @@ class SbatchRequest(Request):
     workdir: str | None
     access: str  # local | ssh
     container_runtime: str  # pyxis | apptainer | none
+    runtime_dir: str | None = None  # where submit stages jsruntime (the script puts it on PYTHONPATH)
 
     @property
     def comment(self) -> str:

@@ -8,6 +8,7 @@ Values reach the script in two dialects, each quoted for its reader:
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -74,16 +75,28 @@ class Container:
     runtime: str  # pyxis | apptainer | none
     image: str | None
     mounts: tuple[tuple[str, str], ...]  # (host path, path in the job)
+    runtime_dir: str | None = None  # the staged jsruntime, mounted read-only at the same path
 
 
-def container(settings: SlurmSettings, spec: JobSpec) -> Container:
+def container(settings: SlurmSettings, spec: JobSpec, runtime_dir: str | None = None) -> Container:
     image = spec.environment.image
     runtime = settings.container_runtime if image else "none"
     mounts: list[tuple[str, str]] = []
     if runtime != "none":
         for m in (*spec.inputs, *spec.outputs):
             mounts.append((m.path, m.mount_path or m.path))
-    return Container(runtime, image, tuple(mounts))
+    return Container(runtime, image, tuple(mounts), runtime_dir if runtime != "none" else None)
+
+
+def runtime_dir(log_root: str, package: launch.RuntimePackage) -> str:
+    """Where submit stages jsruntime for the job (SlurmClient.submit): beside the log directory, so on
+    a file system every node sees, in a directory named by the package's content hash."""
+    path = posixpath.join(posixpath.dirname(log_root), "runtime", package.name)
+    if any(c in path for c in ",:") or any(ord(c) < 32 for c in path):
+        raise RenderError(f"the jsruntime directory {path!r} cannot hold ',', ':' or control characters "
+                          "(it is mounted into containers and put on PYTHONPATH)",
+                          hint="set shared_dir for the cluster in jsctl.yaml to a plain path")
+    return path
 
 
 def job_path(m: Mount, c: Container) -> str:
@@ -112,7 +125,8 @@ def container_words(ctx: JobContext, c: Container) -> list[str]:
     run a command in the image (apptainer); none without a container."""
     if c.runtime == "none":
         return []
-    binds = ",".join(f"{src}:{dst}" for src, dst in c.mounts)
+    binds = ",".join([f"{src}:{dst}" for src, dst in c.mounts] + ([f"{c.runtime_dir}:{c.runtime_dir}:ro"]
+                                                                   if c.runtime_dir else []))
     if c.runtime == "pyxis":
         words = [shquote(f"--container-image={pyxis_image(c.image or '')}")]
         if binds:
@@ -168,7 +182,9 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
     """Everything the template needs, computed and quoted here so that the template stays layout."""
     spec = ctx.spec
     p = ctx.placement
-    c = container(settings, spec)
+    log_root = settings.log_root(ctx.workdir)
+    runtime = runtime_dir(log_root, launch.runtime_package())
+    c = container(settings, spec, runtime)
     mounts = {m.name: job_path(m, c) for m in (*spec.inputs, *spec.outputs)}
     env = launch.environment(ctx, mounts)
     checkpoints = spec.checkpoint_output is not None
@@ -176,7 +192,6 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         workdir = settings.shared_dir
     else:
         workdir = ctx.workdir if ctx.workdir not in ("", ".") else None
-    log_root = settings.log_root(ctx.workdir)
     log_file = f"{slurm_path(log_root)}/{ctx.job_id}-%j.log"
     in_container = ['"${jsctl_container[@]}"'] if c.runtime != "none" else []
     step = ["srun", f"--nodes={p.nodes}", f"--ntasks={p.nodes}", "--ntasks-per-node=1"]
@@ -213,6 +228,7 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         "container": c,
         "container_words": container_words(ctx, c),
         "log_root": log_root,
+        "runtime_dir": runtime,
         "log_file": log_file,
         "workdir": workdir,
     }

@@ -8,8 +8,9 @@ import pytest
 
 from jsctl.errors import ConfigError
 from jsctl.model import gpus
-from jsctl.plan import catalog, offers
+from jsctl.model.catalog import check_cluster, instance_offers
 from jsctl.model.cluster import Cluster
+from jsctl.plan import catalog
 
 GIB = 2**30
 
@@ -198,11 +199,11 @@ def test_yaml_syntax_errors_are_positioned(write):
     assert info.value.diagnostics[0].line >= 2
 
 
-# --- offers for cloud clusters ---------------------------------------------------------------------
+# --- offers for cloud clusters (a cloud provider builds them from the catalog it is given) ---------------------------------------------------------------------
 
 def test_a_cloud_cluster_offers_every_gpu_instance_type_of_its_cloud():
     cat = catalog.builtin()
-    found = offers.cloud_offers(Cluster("aws", "aws-batch", {"region": "us-east-1"}), cat)
+    found = instance_offers(Cluster("aws", "aws-batch", {"region": "us-east-1"}), cat, "aws")
     assert {o.pool for o in found} == {i.name for i in cat.for_cloud("aws")}
     for o in found:
         assert o.max_nodes is None and o.capacities == ("on-demand",) and o.provider == "aws-batch"
@@ -214,7 +215,7 @@ def test_a_cloud_cluster_offers_every_gpu_instance_type_of_its_cloud():
 
 def test_instance_types_allow_list_and_spot():
     cluster = Cluster("gcp", "gcp-batch", {"instance_types": ["a3-highgpu-8g", "a2-highgpu-1g"], "spot": True})
-    found = offers.cloud_offers(cluster, catalog.builtin())
+    found = instance_offers(cluster, catalog.builtin(), "gcp")
     assert [o.pool for o in found] == ["a3-highgpu-8g", "a2-highgpu-1g"]
     assert all(o.capacities == ("on-demand", "spot") for o in found)
     assert found[0].spot_node_hour_price == pytest.approx(35.39575)
@@ -222,34 +223,53 @@ def test_instance_types_allow_list_and_spot():
 
 def test_spot_only_where_a_spot_price_exists():
     cluster = Cluster("aws", "aws-batch", {"spot": True, "instance_types": ["p5.48xlarge"]})
-    (p5,) = offers.cloud_offers(cluster, catalog.builtin())
+    (p5,) = instance_offers(cluster, catalog.builtin(), "aws")
     assert p5.capacities == ("on-demand",)
-    (warning,) = offers.check_cluster(cluster, catalog.builtin())
+    (warning,) = check_cluster(cluster, catalog.builtin(), "aws")
     assert "no spot price for p5.48xlarge" in warning
 
 
 def test_region_other_than_the_reference_region_is_noted():
-    (o,) = offers.cloud_offers(Cluster("az", "azure-ml", {"region": "westeurope",
-                                                           "instance_types": ["Standard_ND96isr_H100_v5"]}),
-                               catalog.builtin())
+    (o,) = instance_offers(Cluster("az", "azure-ml", {"region": "westeurope",
+                                                      "instance_types": ["Standard_ND96isr_H100_v5"]}),
+                           catalog.builtin(), "azure")
     assert o.region == "westeurope" and o.note == "prices are for the catalog's reference region eastus"
 
 
 def test_unknown_instance_type_is_reported_not_offered():
     cluster = Cluster("aws", "aws-batch", {"instance_types": ["p4de.24xlarg"]})
-    assert offers.cloud_offers(cluster, catalog.builtin()) == []
-    (msg,) = offers.check_cluster(cluster, catalog.builtin())
+    assert instance_offers(cluster, catalog.builtin(), "aws") == []
+    (msg,) = check_cluster(cluster, catalog.builtin(), "aws")
     assert "instance type 'p4de.24xlarg' is not in the aws catalog (did you mean 'p4de.24xlarge'?)" in msg
 
 
-def test_non_cloud_clusters_have_no_catalog_offers():
-    assert offers.cloud_offers(Cluster("hpc", "slurm", {}), catalog.builtin()) == []
-    assert offers.offers_for([Cluster("local", "local", {})], catalog.builtin()) == []
+def test_every_cluster_asks_its_provider_and_the_catalog_is_input(monkeypatch):
+    """No provider is special: one that prices from the catalog gets offers through the same call as
+    local and Slurm, which ignore the catalog."""
+    from jsctl.config.workspace import Workspace
+    from jsctl.plan import planner
+    from jsctl.providers import registry
+
+    class CatalogPriced:
+        def offers(self, cluster, facts, cat):
+            return instance_offers(cluster, cat, cluster.settings["cloud"])
+
+    real = registry.get
+    monkeypatch.setattr(registry, "get", lambda name: CatalogPriced() if name == "some-cloud" else real(name))
+    ws = Workspace("/w", None, (Cluster("here", "local", {"max_workers": 2}),
+                                Cluster("hpc", "slurm", {"partitions": [{"name": "debug", "gpus_per_node": 4}]}),
+                                Cluster("c", "some-cloud", {"cloud": "aws", "instance_types": ["p5.48xlarge"]})),
+                   "/w/state.json")
+    found = planner.offers_for(ws, {}, catalog.builtin())
+    assert [(o.cluster, o.pool) for o in found] == [("here", "this machine"), ("hpc", "debug"), ("c", "p5.48xlarge")]
+    assert found[2].node_hour_price == 55.04 and found[2].provider == "some-cloud"
+    assert planner.offers_for(Workspace("/w", None, ws.clusters[:2], "/w/state.json"), {}, catalog.Catalog(())) \
+        == found[:2]
 
 
 def test_user_catalog_entry_becomes_an_offer(write):
     cat = catalog.load(write("catalog.yaml", USER))
-    found = offers.cloud_offers(Cluster("aws", "aws-batch", {"spot": True,
-                                                             "instance_types": ["p4de.24xlarge", "p5e.48xlarge"]}), cat)
+    found = instance_offers(Cluster("aws", "aws-batch", {"spot": True,
+                                                         "instance_types": ["p4de.24xlarge", "p5e.48xlarge"]}), cat, "aws")
     assert found[0].capacities == ("on-demand", "spot") and found[0].spot_node_hour_price == 12.5
     assert found[1].gpu_type == "h200" and found[1].capacities == ("on-demand",)

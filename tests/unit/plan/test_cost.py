@@ -1,6 +1,9 @@
 """Cost: $/hour, run bound, spot rework, plan totals against what runs, the budget gate."""
 from __future__ import annotations
 
+from jsctl.config.quantities import parse_frequency
+from jsctl.model.spec import Frequency
+
 import dataclasses
 import json
 import math
@@ -29,7 +32,8 @@ def placed(price: float | None = 35.20, nodes: int = 4, capacity: str = "on-dema
 
 
 def spot(spec: JobSpec, save_frequency: str | None = "1000steps") -> JobSpec:
-    outputs = tuple(dataclasses.replace(o, save_frequency=save_frequency) if o.name == "checkpoints" else o
+    every = Frequency(*parse_frequency(save_frequency)) if save_frequency else None
+    outputs = tuple(dataclasses.replace(o, save_every=every) if o.name == "checkpoints" else o
                     for o in spec.outputs)
     return dataclasses.replace(spec, compute=dataclasses.replace(spec.compute, capacity="spot"), outputs=outputs)
 

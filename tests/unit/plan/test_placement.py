@@ -9,7 +9,8 @@ import pytest
 
 from jsctl import api
 from jsctl.model.spec import Gpu, JobSpec
-from jsctl.plan import catalog, offers, placement
+from jsctl.model.catalog import instance_offers
+from jsctl.plan import catalog, placement
 from jsctl.plan.placement import candidates_table, format_candidates, infeasible_message, place, shape
 from jsctl.model.cluster import Cluster, Offer
 
@@ -33,12 +34,14 @@ def slurm(pool: str = "gpu-a100", gpu: str | None = "a100-80gb", per_node: int =
                  available=available, note=None if available else "partition down")
 
 
-CLOUDS = (Cluster("gcp", "gcp-batch", {"region": "us-central1", "spot": True, "instance_types": ["a2-ultragpu-8g"]}),
-          Cluster("aws", "aws-batch", {"region": "us-east-1", "instance_types": ["p4de.24xlarge", "p5.48xlarge"]}))
+CLOUDS = ((Cluster("gcp", "gcp-batch", {"region": "us-central1", "spot": True, "instance_types": ["a2-ultragpu-8g"]}),
+           "gcp"),
+          (Cluster("aws", "aws-batch", {"region": "us-east-1", "instance_types": ["p4de.24xlarge", "p5.48xlarge"]}),
+           "aws"))
 
 
 def inventory(*extra: Offer) -> list[Offer]:
-    return [slurm(), *extra, *offers.offers_for(CLOUDS, catalog.builtin())]
+    return [slurm(), *extra, *(o for c, cloud in CLOUDS for o in instance_offers(c, catalog.builtin(), cloud))]
 
 
 @pytest.fixture
@@ -289,7 +292,7 @@ def test_spot_only_where_offered(job):
 def test_spot_priced_but_not_allowed_by_the_cluster_says_so(job):
     no_spot = Cluster("gcp", "gcp-batch", {"instance_types": ["a2-ultragpu-8g"]})
     spec = with_compute(gpu(job(), 8), capacity="spot", memory_per_gpu=None)
-    result = place(spec, offers.cloud_offers(no_spot, catalog.builtin()))
+    result = place(spec, instance_offers(no_spot, catalog.builtin(), "gcp"))
     assert result.candidates[0].reasons == ("no spot capacity: the cluster does not allow spot (spot: true)",)
 
 

@@ -108,7 +108,7 @@ def test_empty_report_says_so(state):
 
 def test_json_report(state):
     data = json.loads(json.dumps(report.report_json(cost_report(state, NOW, since=NOW - 20 * H))))
-    assert data["format_version"] == "1" and data["total_actual"] == pytest.approx(117.04)
+    assert data["format_version"] == "1.0" and data["total_actual"] == pytest.approx(117.04)
     assert {r["job_id"] for r in data["rows"]} == {"js-evaluate-2", "js-llama-7b-sft-5x8g"}
     assert data["rows"][0]["difference"] == pytest.approx(-4.40)
 

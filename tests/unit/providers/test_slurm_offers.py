@@ -6,6 +6,7 @@ import json
 
 from jsctl.model.spec import Compute, Gpu
 from jsctl.plan.placement import place
+from jsctl.model.catalog import Catalog
 from jsctl.model.cluster import Cluster
 from jsctl.providers.slurm import SlurmProvider
 from jsctl.providers.slurm.inventory import UNKNOWN_CPUS, facts_from_probe, parse_gres
@@ -52,7 +53,7 @@ def test_facts_from_text_sinfo():
 
 
 def test_offers_from_probe_only():
-    offers = {o.pool: o for o in SlurmProvider().offers(Cluster("ci", "slurm", {}), probed())}
+    offers = {o.pool: o for o in SlurmProvider().offers(Cluster("ci", "slurm", {}), probed(), Catalog(()))}
     d = offers["debug"]
     assert (d.gpu_type, d.gpus_per_node, d.max_nodes, d.cpus_per_node, d.memory_per_node, d.max_time_s) == \
         ("*", 4, 2, 2, 23081 * 2**20, None)
@@ -69,7 +70,7 @@ def test_offers_from_inventory():
          "gpu_hour_rate": 2.5, "capacities": ["on-demand", "backfill"]},
         {"name": "cpu", "nodes": 10}]}
     cluster = Cluster("hpc", "slurm", settings)
-    a, cpu = SlurmProvider().offers(cluster, None)
+    a, cpu = SlurmProvider().offers(cluster, None, Catalog(()))
     assert (a.pool, a.gpu_type, a.gpus_per_node, a.max_nodes, a.memory_per_node, a.max_time_s) == \
         ("a100", "a100-80gb", 8, 4, 2 * 2**40, 72 * 3600)
     assert (a.interconnect, a.nvlink, a.gpu_hour_price, a.capacities) == \
@@ -81,7 +82,7 @@ def test_inventory_meets_the_cluster():
     """The cluster's view limits the inventory's: fewer usable nodes, a down partition, a missing one."""
     settings = {"partitions": [{"name": "a100", "gpu_type": "a100-80gb", "gpus_per_node": 8, "nodes": 3},
                                {"name": "old", "gpus_per_node": 4}, {"name": "ghost", "gpus_per_node": 1}]}
-    a, old, ghost = SlurmProvider().offers(Cluster("hpc", "slurm", settings), probed())
+    a, old, ghost = SlurmProvider().offers(Cluster("hpc", "slurm", settings), probed(), Catalog(()))
     assert a.max_nodes == 2 and "only 2 of 3 nodes usable now" in a.note
     assert old.available is False
     assert ghost.available is True and "lists no such partition" in ghost.note  # advisory: sbatch decides
@@ -92,7 +93,7 @@ def test_finetune_llama_places_4_by_8():
 
     settings = {"partitions": [{"name": "a100", "gpu_type": "a100-80gb", "gpus_per_node": 8, "nodes": 4,
                                 "cpus_per_node": 128, "memory_per_node": "2Ti", "interconnect": "infiniband"}]}
-    offers = SlurmProvider().offers(Cluster("hpc", "slurm", settings), None)
+    offers = SlurmProvider().offers(Cluster("hpc", "slurm", settings), None, Catalog(()))
     spec = JobSpec("llama", "high", None, (), Compute(Gpu("a100-80gb", 32), 12, None, 256 * 2**30, None,
                                                       "interconnect", None, "on-demand", None),
                    Environment(None, (), (), (), ()), Strategy("pytorch", "fsdp", (), "torchrun", ()), (), (),
