@@ -150,6 +150,8 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
           poll_s: float = 1.0) -> ApplyResult:
     """Carry out a plan, telling `on_event` each step. The caller holds the state lock."""
     emit = on_event or (lambda event: None)
+    if not plan.has_changes:
+        return ApplyResult()
     state = store.read()
     check_fresh(plan, state, os.path.exists(store.path))
     secrets = secret_values(plan)

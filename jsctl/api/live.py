@@ -1,4 +1,4 @@
-"""The workspace, its state, and what its engines say now: refresh, observe, probe."""
+"""The workspace, its state (and its lock), and what its engines say now: refresh, observe, probe."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable
@@ -26,6 +26,13 @@ def store_for(ws: Workspace) -> StateStore:
     from jsctl.state.store import StateStore
 
     return StateStore(ws.state_path)
+
+
+def force_unlock(ws: Workspace, lock_id: str) -> dict:
+    """Remove the state lock `lock_id` left by a process that is gone; the holder's lock info."""
+    from jsctl.state.lock import force_unlock as unlock
+
+    return unlock(store_for(ws).lock_path, lock_id)
 
 
 def refresh(ws: Workspace, state: State, echo: Echo | None = None) -> dict[str, LiveStatus]:

@@ -123,13 +123,10 @@ def _json_line(data: dict) -> None:
 
 def _run_apply(ws, the_plan, auto_approve: bool, question: str, done: str, as_json: bool = False) -> None:
     from jsctl import JSON_FORMAT_VERSION, api
-    from jsctl.apply import ApplyResult
 
-    if not the_plan.has_changes:
-        if as_json:
-            _json_line({**ApplyResult().to_dict(), "format_version": JSON_FORMAT_VERSION})
+    if not the_plan.has_changes and not as_json:
         return
-    if not confirm(question, auto_approve):
+    if the_plan.has_changes and not confirm(question, auto_approve):
         click.echo("Apply cancelled.")
         sys.exit(1)
     on_event = (lambda e: _json_line(e.to_dict())) if as_json else (lambda e: click.echo(event_text(e)))
@@ -214,10 +211,8 @@ def force_unlock(lock_id, workspace_file) -> None:
     Example: jsctl force-unlock 6b1c0c7e-0d5e-4a51-9f6e-2f1d0c9b8a77
     """
     from jsctl import api
-    from jsctl.state.lock import force_unlock as unlock
 
-    ws = api.open_workspace(workspace_file)
-    info = unlock(api.store_for(ws).lock_path, lock_id)
+    info = api.force_unlock(api.open_workspace(workspace_file), lock_id)
     click.echo(f"Released the lock {lock_id} held by {info.get('Who')} for {info.get('Operation')}.")
 
 

@@ -36,10 +36,6 @@ class Workspace:
     def cluster(self, name: str) -> Cluster | None:
         return next((c for c in self.clusters if c.name == name), None)
 
-    @property
-    def runs_dir(self) -> str:
-        return os.path.join(self.dir, ".jsctl", "runs")
-
 
 def default(directory: str = ".") -> Workspace:
     d = os.path.abspath(directory)

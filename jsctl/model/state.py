@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from jsctl import __version__
 from jsctl.errors import StateError
-from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.model.status import JobHandle, LiveStatus, Phase
 
 FORMAT_VERSION = 1
 
@@ -19,27 +19,34 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, _NUMBER) and not isinstance(value, bool) else None
 
 
+def _phase(value: Any) -> Phase | None:
+    try:
+        return Phase(value) if value is not None else None
+    except ValueError:  # a word this jsctl does not know
+        return Phase.UNKNOWN
+
+
 @dataclass(frozen=True)
 class RecordStatus:
     """The last status jsctl knows of a job (a record's `status`): jsctl's phase beside the engine's word."""
 
-    phase: str = "UNKNOWN"
+    phase: Phase = Phase.UNKNOWN
     engine_state: str | None = None
     reason: str | None = None
     started_at: float | None = None
     ended_at: float | None = None
     exit_code: int | None = None
     restarts: int | None = None
-    previous_phase: str | None = None  # the phase before the last change
+    previous_phase: Phase | None = None  # the phase before the last change
     stopped_by_jsctl: bool = False  # `jsctl stop` ended it, so it is not drift
 
     @classmethod
     def submitted(cls) -> "RecordStatus":
-        return cls("PENDING", "submitted")
+        return cls(Phase.PENDING, "submitted")
 
     def observed(self, live: LiveStatus) -> "RecordStatus":
         """This status with what an engine said: every field it knows replaces ours (`reason` always)."""
-        new = {"phase": live.phase, "engine_state": live.engine_state, "reason": live.reason,
+        new = {"phase": Phase(live.phase), "engine_state": live.engine_state, "reason": live.reason,
                "started_at": live.started_at, "ended_at": live.ended_at, "exit_code": live.exit_code,
                "restarts": live.restarts}
         changed = replace(self, **{k: v for k, v in new.items() if v is not None or k == "reason"})
@@ -61,9 +68,9 @@ class RecordStatus:
     def from_dict(cls, d: Mapping[str, Any] | None) -> "RecordStatus":
         d = d if isinstance(d, Mapping) else {}
         restarts = d.get("restarts")
-        return cls(str(d.get("phase") or "UNKNOWN"), d.get("engine_state"), d.get("reason"),
+        return cls(_phase(d.get("phase")) or Phase.UNKNOWN, d.get("engine_state"), d.get("reason"),
                    _num(d.get("started_at")), _num(d.get("ended_at")), d.get("exit_code"),
-                   int(restarts) if isinstance(restarts, int) else None, d.get("previous_phase"),
+                   int(restarts) if isinstance(restarts, int) else None, _phase(d.get("previous_phase")),
                    bool(d.get("stopped_by_jsctl")))
 
 

@@ -23,7 +23,7 @@ from jsctl.model.job import JobContext
 from jsctl.model.runtime_names import RuntimeNames
 from jsctl.model.spec import JobSpec
 from jsctl.model.status import LiveStatus
-from jsctl.model.state import State
+from jsctl.model.state import State, StateRecord
 
 
 @dataclass(frozen=True)
@@ -68,12 +68,12 @@ def make_plan(inp: PlanInputs) -> Plan:
     ids: dict[str, str] = {}
     wanted = {s.address for s in inp.sources.jobs}
     for source in inp.sources.jobs:
-        prior = state.resources.get(source.address)
+        prior = state.record(source.address)
         if inp.destroy:
             continue
         if not _in_scope(source.address, inp.targets):
             if prior:
-                upstream[source.address] = prior.get("outputs") or {}
+                upstream[source.address] = dict(prior.outputs)
             continue
         change = _plan_job(source, prior, state, inp, offers, upstream, diags)
         if change is None:
@@ -88,12 +88,12 @@ def make_plan(inp: PlanInputs) -> Plan:
     if infeasible:
         raise PlanError("no feasible placement:\n" + "\n".join(infeasible),
                         hint="change compute.resources or compute.target, or add a cluster to jsctl.yaml")
-    for address, record in sorted(state.resources.items()):
+    for address, record in state.records().items():
         if (address not in wanted or inp.destroy) and _in_scope(address, inp.targets):
-            changes.append(ResourceChange(address, record.get("name", address), "delete",
+            changes.append(ResourceChange(address, record.name, "delete",
                                           ("no longer in the configuration",) if not inp.destroy else ("destroy",),
-                                          record.get("job_id"), record.get("generation"), record.get("provider"),
-                                          record.get("cluster"), before=record,
+                                          record.job_id, record.generation, record.provider,
+                                          record.cluster, before=record.to_dict(),
                                           drift=_drift(record, inp.live.get(address))))
     budget = inp.max_cost if inp.max_cost is not None else inp.workspace.budget
     totals = cost.plan_cost([c.cost for c in changes if c.cost and c.action != "delete"],
@@ -108,24 +108,24 @@ def make_plan(inp: PlanInputs) -> Plan:
 
 
 def _prior_price(c: ResourceChange) -> float | None:
-    return ((c.before or {}).get("cost_basis") or {}).get("price_per_hour")
+    return StateRecord.from_dict(c.before, c.address).cost_basis.price_per_hour if c.before else None
 
 
 def _infeasible_text(change: ResourceChange) -> str:
     return infeasible_message(PlacementResult(None, change.candidates), change.address)
 
 
-def _drift(record: dict, live: LiveStatus | None) -> str | None:
+def _drift(record: StateRecord, live: LiveStatus | None) -> str | None:
     """A job stopped or lost behind jsctl's back (not one that failed on its own, or `jsctl stop`)."""
     if live is None or live.phase not in ("CANCELLED", "UNKNOWN"):
         return None
-    status = record.get("status") or {}
-    if status.get("stopped_by_jsctl"):
+    status = record.status
+    if status.stopped_by_jsctl:
         return None
-    known = status.get("phase")
+    known = status.phase
     if known == live.phase:  # `jsctl status` already recorded it: show what it was before
-        known = status.get("previous_phase") or known
-    return f'status = "{known}" -> "{live.phase}" ({record.get("provider")}: {live.engine_state}' + \
+        known = status.previous_phase or known
+    return f'status = "{known}" -> "{live.phase}" ({record.provider}: {live.engine_state}' + \
         (f", {live.reason}" if live.reason else "") + ")"
 
 
@@ -140,7 +140,7 @@ class Built:
     advice: StrategyAdvice | None = None
 
 
-def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInputs, offers: list[Offer],
+def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: PlanInputs, offers: list[Offer],
               upstream: dict[str, dict[str, str]], diags: list[Diagnostic]) -> ResourceChange | None:
     generation = state.next_generation(source.address)
     built = _build(source, generation, offers, inp, upstream, diags)
@@ -150,20 +150,20 @@ def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInpu
     action, reasons, drift, forces = "create", (), None, ()
     if prior:
         drift = _drift(prior, live)
-        phase = live.phase if live else (prior.get("status") or {}).get("phase")
+        phase = live.phase if live else prior.status.phase
         placement = built.result.placement
         if placement is None:
             action = "replace"
         elif phase in ("FAILED", "CANCELLED", "UNKNOWN"):
             action = "replace"
             reasons = (f"job is {phase}" + (f" ({live.reason})" if live and live.reason else "") + "; it runs again",)
-        elif prior.get("cluster") != placement.cluster:
-            action, reasons = "replace", (f"placement moves from {prior.get('cluster')} to {placement.cluster}",)
+        elif prior.cluster != placement.cluster:
+            action, reasons = "replace", (f"placement moves from {prior.cluster} to {placement.cluster}",)
         else:
             assert built.artifact is not None
-            verdict = registry.get(placement.provider).diff(prior.get("artifact"), built.artifact)
+            verdict = registry.get(placement.provider).diff(prior.artifact, built.artifact)
             action, reasons, forces = verdict.action, verdict.reasons, verdict.fields
-            if action == "no-op" and prior.get("spec") != built.spec.document:
+            if action == "no-op" and prior.spec != built.spec.document:
                 action = "update"  # bookkeeping only (labels, ...): what runs stays as it is
         if action == "replace":
             built = _build(source, generation + 1, offers, inp, upstream, diags)
@@ -171,14 +171,14 @@ def _plan_job(source: JobSource, prior: dict | None, state: State, inp: PlanInpu
                 return None
     spec, p, ctx, advice = built.spec, built.result.placement, built.ctx, built.advice
     estimate = cost.estimate(source.address, spec, p, inp.duration_s,
-                             prior_price_per_hour=((prior or {}).get("cost_basis") or {}).get("price_per_hour"))
+                             prior_price_per_hour=prior.cost_basis.price_per_hour if prior else None)
     return ResourceChange(
         address=source.address, name=source.name, action=action, reasons=tuple(reasons),
         job_id=ctx.job_id if ctx else job_id(source.name, source.address, generation),
         generation=ctx.generation if ctx else generation, provider=p.provider if p else None,
         cluster=p.cluster if p else None, placement=p, candidates=built.result.candidates, artifact=built.artifact,
-        spec=spec.document, file=spec.file, before=prior,
-        fields=tuple(field_changes(prior.get("spec") or {}, spec.document)) if prior else (), forces=tuple(forces),
+        spec=spec.document, file=spec.file, before=prior.to_dict() if prior else None,
+        fields=tuple(field_changes(dict(prior.spec or {}), spec.document)) if prior else (), forces=tuple(forces),
         depends_on=source.depends_on, strategy=advice.to_env() if advice else {},
         dependencies_enforced=bool(p and registry.get(p.provider).capabilities().dependencies),
         strategy_text=advice.describe() if advice else "", outputs=output_paths(spec), drift=drift, cost=estimate)

@@ -1,4 +1,9 @@
-"""One Jinja2 environment for every provider's templates: StrictUndefined, and `shquote` for shell text."""
+"""One Jinja2 environment setup for every provider's templates: StrictUndefined, and `shquote` for shell text.
+
+Templates ship with the provider that renders them, in a `templates/` folder of its package:
+`render("jsctl.providers.slurm", "sbatch.sh.j2", **context)`; an out-of-tree provider passes its own
+package and gets the same environment.
+"""
 from __future__ import annotations
 
 import functools
@@ -16,11 +21,12 @@ def shjoin(argv: Iterable[Any]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def environment() -> Any:
+def environment(package: str) -> Any:
+    """The environment for the templates in `package`'s `templates/` folder."""
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("jsctl", "templates"),
+        loader=jinja2.PackageLoader(package, "templates"),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -32,5 +38,6 @@ def environment() -> Any:
     return env
 
 
-def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(**context)
+def render(package: str, template: str, **context: Any) -> str:
+    """`template` from `package`'s templates (a provider passes its own package, e.g. `__package__`)."""
+    return environment(package).get_template(template).render(**context)

@@ -16,6 +16,7 @@ from typing import Callable
 
 from jsctl import __version__
 from jsctl.errors import StateError, StateLockedError
+from jsctl.files import write_json
 
 LEASE_S = 60.0
 HEARTBEAT_S = 15.0
@@ -117,14 +118,11 @@ class StateLock:
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):
-            tmp = f"{self.path}.{self.id}.tmp"
             try:
                 info = read_info(self.path)
                 if not info or info.get("ID") != self.id:
                     return  # force-unlocked or taken over
-                with open(tmp, "w", encoding="utf-8") as fh:
-                    json.dump(self._info(), fh)
-                os.replace(tmp, self.path)
+                write_json(self.path, self._info(), indent=None)
             except OSError:
                 return
 

@@ -60,6 +60,7 @@ class Harness:
     provider = ""
     cluster = ""
     timeout = 60.0  # seconds a small job may take to finish
+    labels_variable: str | None = None  # where the engine hands the job its labels (JSON), if it does
 
     def __init__(self, ws: Path) -> None:
         self.ws = ws
@@ -78,13 +79,20 @@ class Harness:
                     "  time_limit: 10m\n")
         return "compute:\n  resources:\n    cpu:\n      count: 1\n    memory:\n      total: 128Mi\n  time_limit: 10m\n"
 
+    def multinode_compute(self) -> str:
+        """Two workers, on two nodes where the provider has more than one (the local provider has one)."""
+        return self.compute(gpus=True)
+
     def job(self, name: str, command: list[str], gpus: bool = False, env: dict | None = None,
-            secrets: tuple[str, ...] = (), labels: dict | None = None) -> str:
-        """A job file: `command` (exec form), env values and labels written as JSON strings."""
+            secrets: tuple[str, ...] = (), labels: dict | None = None, compute: str | None = None,
+            extra: str = "") -> str:
+        """A job file: `command` (exec form), env values and labels written as JSON strings; `compute`
+        replaces the compute section, `extra` adds top-level sections (strategy: ...)."""
         text = f"version: jetstream.v1\njob:\n  name: {name}\n"
         if labels:
             text += "  labels:\n" + "".join(f"    {k}: {yaml_str(v)}\n" for k, v in labels.items())
-        text += self.compute(gpus)
+        text += compute if compute is not None else self.compute(gpus)
+        text += extra
         if env or secrets:
             text += "environment:\n"
             if env:
@@ -193,8 +201,9 @@ class SlurmHarness(Harness):
         assert res.returncode == 0, res.stderr
         comment = subprocess.run(["squeue", "-h", "-j", handle.id, "-o", "%k"], capture_output=True, text=True,
                                  timeout=30).stdout.strip()
-        if comment:  # still queued or running: the comment must be the planned one
-            assert comment == artifact.request.to_dict()["comment"], (comment, artifact.request)
+        planned = getattr(artifact.request, "comment", None)  # jsctl:<address>@<generation>:<script hash>
+        if comment and planned:  # still queued or running: Slurm holds the planned comment
+            assert comment == planned, (comment, planned)
         (name, _), = artifact.files
         return RenderedArtifact(artifact.kind, artifact.job_id, ((name, res.stdout),), artifact.request, "").digest
 
@@ -204,6 +213,10 @@ class SlurmHarness(Harness):
 
     def unknown_handle(self) -> JobHandle:
         return JobHandle("slurm", self.cluster, "99999999")
+
+    def multinode_compute(self) -> str:
+        return ("compute:\n  resources:\n    gpu:\n      count: 2\n      per_node: 1\n    memory:\n"
+                "      per_gpu: 512Mi\n  time_limit: 10m\n")
 
     def sleeper(self, name: str) -> str:
         return self.job(name, ["sh", "-c", "sleep 60"])
@@ -218,6 +231,7 @@ class TestCloudHarness(Harness):
     __test__ = False
     provider = "testcloud"
     cluster = "tc"
+    labels_variable = "TESTCLOUD_LABELS"
 
     def inventory(self) -> str:
         return ("version: jetstream.v1\nclusters:\n  - name: tc\n    provider: testcloud\n    cloud: aws\n"
@@ -227,6 +241,10 @@ class TestCloudHarness(Harness):
         if gpus:
             return "compute:\n  resources:\n    gpu:\n      type: a100-80gb\n      count: 8\n  time_limit: 10m\n"
         return super().compute(gpus)
+
+    def multinode_compute(self) -> str:
+        return ("compute:\n  resources:\n    gpu:\n      type: a10g\n      count: 2\n      per_node: 1\n"
+                "  time_limit: 10m\n")
 
     def _jobs(self) -> Path:
         return self.ws / ".testcloud" / "jobs"
@@ -239,6 +257,27 @@ class TestCloudHarness(Harness):
 
     def jobs_named(self, job_id: str) -> list[str]:
         return sorted(p.name for p in self._jobs().glob(f"{job_id}.*")) if self._jobs().exists() else []
+
+
+# ---- reading a workspace --------------------------------------------------------------------------
+
+def write_job(h: Harness, name: str, text: str) -> Path:
+    path = h.ws / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def state(h: Harness) -> dict:
+    return json.loads((h.ws / ".jsctl" / "state.json").read_text(encoding="utf-8"))
+
+
+def record(h: Harness, address: str) -> dict:
+    return state(h)["resources"][address]
+
+
+def wait_record(h: Harness, address: str, phases=TERMINAL, timeout: float | None = None):
+    handle = JobHandle.parse(record(h, address)["handle"])
+    return handle, h.wait(h.client(), handle, phases, timeout)
 
 
 HARNESSES: dict[str, type[Harness]] = {"local": LocalHarness, "slurm": SlurmHarness, "testcloud": TestCloudHarness}

@@ -30,14 +30,19 @@ def _preempted(job: h.Job, sent_after_step: int, ckpt) -> int:
     return step
 
 
+@pytest.mark.parametrize("shape", ["torchrun", "shell"])
 @pytest.mark.parametrize("targets", ["launcher", "every process"])
-def test_sigusr1_checkpoints_and_exits_75(tmp_path, targets):
+def test_sigusr1_checkpoints_and_exits_75(tmp_path, targets, shape):
     """SIGUSR1 to the launcher (Kubernetes-like), or to every process at once (like Slurm's
-    ``scancel --signal=USR1``: torchrun also gets it directly and aborts its shutdown)."""
+    ``scancel --signal=USR1``: torchrun also gets it directly and aborts its shutdown). The launcher
+    runs torchrun, or (``--exec``) a shell that forks torchrun and dies of the signal itself."""
     ckpt = tmp_path / "ckpt"
     env = h.job_env(ckpt, JETSTREAM_SAVE_FREQUENCY="1000steps", JETSTREAM_CHECKPOINT_MODE="thread")
-    cmd = [sys.executable, "-m", "jsruntime.launch", "--standalone", "--nproc-per-node=2",
-           str(h.TRAINER), "--steps", "2000", "--sleep", "0.05"]
+    args = ["--standalone", "--nproc-per-node=2", str(h.TRAINER), "--steps", "2000", "--sleep", "0.05"]
+    cmd = [sys.executable, "-m", "jsruntime.launch", *args]
+    if shape == "shell":
+        torchrun = " ".join([sys.executable, "-m", "torch.distributed.run", *args])
+        cmd = [sys.executable, "-m", "jsruntime.launch", "--exec", "bash", "-c", f"{torchrun}; echo not reached"]
     job = h.start(cmd, env, tmp_path, "usr1")
     try:
         seen = job.wait_for(lambda r: r["jetstream"] == "metrics" and r["step"] >= 10, timeout=60)["step"]

@@ -59,8 +59,9 @@ def _imports(path: pathlib.Path, module: str) -> list[tuple[int, str]]:
                 name = node.module or ""
             if name.startswith("jsctl"):
                 if name == "jsctl":  # `from jsctl import api` imports the module jsctl.api
-                    found += [(node.lineno, f"jsctl.{a.name}") for a in node.names if a.name != "__version__"]
-                    found += [(node.lineno, "jsctl") for a in node.names if a.name == "__version__"]
+                    top = {"__version__", "JSON_FORMAT_VERSION"}  # constants of the package itself
+                    found += [(node.lineno, f"jsctl.{a.name}") for a in node.names if a.name not in top]
+                    found += [(node.lineno, "jsctl") for a in node.names if a.name in top]
                 else:
                     found.append((node.lineno, name))
     return found

@@ -51,13 +51,18 @@ class Supervisor:
         env.pop("JSCTL_SUPERVISOR", None)
         bindir = os.path.dirname(sys.executable)  # the job finds torchrun and python of this install first
         env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
-        env.update(self.request.get("env") or {})
+        job_env = dict(self.request.get("env") or {})
+        env.update(job_env)
         workers = self.status.get("workers")
         if workers:  # `jsctl scale` changed the shape: the launcher's --nproc_per_node follows
             env["JETSTREAM_GPUS_PER_NODE"] = env["JETSTREAM_WORLD_SIZE"] = str(workers)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             env["MASTER_PORT"] = str(s.getsockname()[1])
+        # `${NAME}` in the job's values names one of the job's variables (PET_RDZV_ENDPOINT names
+        # MASTER_ADDR and MASTER_PORT): it expands now, as a Slurm script's exports do
+        names = {k: env[k] for k in (*job_env, "MASTER_ADDR", "MASTER_PORT") if k in env}
+        env.update({k: expand(env[k], names) for k in job_env})
         env["JETSTREAM_RESTART_COUNT"] = str(self.status.get("restarts", 0))
         env["PYTHONUNBUFFERED"] = "1"
         return env

@@ -69,7 +69,7 @@ class SlurmProvider(Provider):
     def render(self, job: JobContext, facts: Facts | None) -> RenderedArtifact:
         settings = self.settings_for(job, facts)
         ctx = script.context(job, settings)
-        text, script_hash = script.seal(render_template(script.TEMPLATE, **ctx))
+        text, script_hash = script.seal(render_template(__package__, script.TEMPLATE, **ctx))
         c: script.Container = ctx["container"]
         notes = []
         if c.runtime == "none":

@@ -25,7 +25,7 @@ SAFE_SBATCH = re.compile(r"[A-Za-z0-9_.:/@=+,%-]+")
 PER_TASK_NAMES = ("SLURM_PROCID", "SLURM_NODEID", "SLURM_LOCALID", "NODE_RANK")
 LOW_PRIORITY_NICE = 10000
 COMMENT_PREFIX = "jsctl:"
-TEMPLATE = "slurm/sbatch.sh.j2"
+TEMPLATE = "sbatch.sh.j2"  # in this package's templates/
 
 
 def sbatch_value(value: Any) -> str:

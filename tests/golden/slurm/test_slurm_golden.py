@@ -4,6 +4,7 @@ jsctl.yaml beside this file) with each container runtime, and the seed's pipelin
 Rewrite with `pytest tests/golden --update-golden` and review the diff."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -18,6 +19,16 @@ from jsctl.model.state import State
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
+
+
+@pytest.fixture(autouse=True)
+def fixed_runtime_digest(monkeypatch):
+    """The staged jsruntime's directory is named by its content hash: fixed here, so that an edit to
+    the runtime does not rewrite every golden script."""
+    from jsctl.render import launch
+
+    fixed = dataclasses.replace(launch.runtime_package(), digest="0123456789abcdef")
+    monkeypatch.setattr(launch, "runtime_package", lambda: fixed)
 
 
 def changes(tmp_path, example: str, runtime: str):

@@ -74,7 +74,7 @@ def test_stale_plan_refused(ws):
 def test_no_terminal_no_auto_approve_is_an_error(ws):
     (ws / "a.yaml").write_text(job_yaml("a", ["true"]))
     code, _, err = run_cli("apply", "-f", "a.yaml", input="")
-    assert code == 2 and "--auto-approve" in err
+    assert code == 1 and "--auto-approve" in err  # usage errors exit 1: 2 means "changes" for plan
     assert not (ws / ".jsctl" / "state.json").exists()
 
 
@@ -146,7 +146,7 @@ def test_target_destroy_describe_logs(ws):
     assert "Destroy complete! Resources: 0 added, 0 changed, 2 destroyed." in out
     assert json.loads((ws / ".jsctl" / "state.json").read_text())["resources"] == {}
     code, _, err = run_cli("status", "a")
-    assert code == 2 and "no job 'a' in state" in err
+    assert code == 1 and "no job 'a' in state" in err
 
 
 def test_pause_resume(ws):
@@ -169,3 +169,46 @@ def test_scale_needs_the_launcher(ws):
     code, _, err = run_cli("scale", "sc", "--gpu-count", "2")
     assert code == 1 and "not launched by torchrun" in err and "Traceback" not in err
     run_cli("stop", "sc")
+
+
+def test_usage_errors_exit_1_not_2(ws):
+    """2 is "changes present" under plan --detailed-exitcode; a mistyped command line must not look like it."""
+    for args in (("plan", "--no-such-option"), ("no-such-verb",), ("scale", "x"), ("status", "nope")):
+        code, _, err = run_cli(*args)
+        assert code == 1 and "Error:" in err and "Traceback" not in err, (args, err)
+    code, _, err = run_cli("apply", "--json", "-f", "a.yaml")
+    assert code == 1 and "--json needs --auto-approve" in err
+
+
+def test_apply_and_destroy_stream_json_lines(ws):
+    (ws / "a.yaml").write_text(job_yaml("a", ["true"]))
+    (ws / "b.yaml").write_text(job_yaml("b", ["bash", "-c", "exit 3"]))
+    (ws / "c.yaml").write_text(job_yaml("c", ["true"]))
+    (ws / "wf.yaml").write_text("version: jetstream.v1\nworkflow:\n  name: wf\n  jobs:\n"
+                                "    - {name: b, spec: b.yaml}\n    - {name: c, spec: c.yaml, dependsOn: [b]}\n")
+    code, out, err = run_cli("apply", "--json", "--auto-approve", "-f", "a.yaml")
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]  # stdout is JSON lines and nothing else
+    assert [e["type"] for e in lines] == ["submitted", "summary"] and "Plan: 1 to add" in err  # plan: stderr
+    assert lines[0]["address"] == "job.a" and lines[0]["handle"].startswith("local://local/")
+    assert lines[0]["job_id"].startswith("js-a-") and lines[1]["ok"] is True and lines[1]["added"] == 1
+    wait_phase("a")
+    code, out, err = run_cli("apply", "--json", "--auto-approve", "-f", "a.yaml")
+    assert code == 0, err
+    assert [json.loads(line)["type"] for line in out.splitlines()] == ["summary"]  # nothing to do
+    code, out, err = run_cli("apply", "--json", "--auto-approve", "-f", "a.yaml", "-f", "wf.yaml")
+    assert code == 1, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [e["type"] for e in lines] == ["submitted", "waiting", "skipped", "summary"], lines
+    assert lines[0]["address"] == "workflow.wf.job.b"
+    assert lines[1] == {"type": "waiting", "address": "workflow.wf.job.c", "dependency": "workflow.wf.job.b"}
+    assert lines[2]["reason"].startswith("dependency workflow.wf.job.b ended FAILED")
+    summary = lines[-1]
+    assert summary["ok"] is False and summary["added"] == 1 and summary["format_version"]
+    assert list(summary["skipped"]) == ["workflow.wf.job.c"] and summary["failed"] == {}
+    code, out, err = run_cli("destroy", "--json", "--auto-approve", "-f", "a.yaml", "-f", "wf.yaml")
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert {e["address"] for e in lines if e["type"] == "destroyed"} == {"job.a", "workflow.wf.job.b"}
+    assert {e["address"] for e in lines if e["type"] == "stopping"} == {"job.a", "workflow.wf.job.b"}
+    assert lines[-1]["type"] == "summary" and lines[-1]["destroyed"] == 2 and lines[-1]["ok"] is True

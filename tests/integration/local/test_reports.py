@@ -18,6 +18,8 @@ def test_cluster_status_and_report_cost(ws):
     assert code == 0, err
     row = json.loads(out)["clusters"][0]
     assert row["cluster"] == "local" and row["gpus_total"] >= 2 and row["jobs_in_state"] == ["job.a"]
+    assert row["reachable"] and not row["elastic"] and row["gpus_free"] == row["gpus_total"]  # a has ended
+    assert row["gpus_queued"] == 0 and row["jobs_running"] == []
     code, out, err = run_cli("report", "cost", "--json")
     assert code == 0, err
     doc = json.loads(out)
@@ -38,3 +40,17 @@ def test_budget_gate(ws):
     code, out, err = run_cli("plan", "-f", "a.yaml", "--max-cost", "1000")
     assert code == 0, err
     assert "$32.00/h, at most $768.00 for time_limit 24h" in out
+
+
+def test_cluster_status_counts_the_gpus_of_running_jobs_when_the_probe_does_not(ws):
+    (ws / "r.yaml").write_text(job_yaml("r", ["sleep", "30"], "compute:\n  resources:\n    gpu: {count: 2}\n"))
+    assert run_cli("apply", "-f", "r.yaml", "--auto-approve")[0] == 0
+    wait_phase("r", ("RUNNING",))
+    code, out, err = run_cli("cluster", "status", "--json")
+    assert code == 0, err
+    row = json.loads(out)["clusters"][0]
+    assert row["jobs_running"] == ["job.r"] and row["gpus_free"] == row["gpus_total"] - 2
+    code, out, err = run_cli("cluster", "status")
+    assert code == 0 and out.splitlines()[0].split()[:5] == ["CLUSTER", "PROVIDER", "GPUS", "FREE", "QUEUED"]
+    assert "1 running / 1" in out
+    assert run_cli("stop", "r")[0] == 0

@@ -155,3 +155,58 @@ def test_preemption_checkpoints_requeues_and_resumes(ws, jsctl, status, referenc
     assert saved == restored > 0
     # as if never interrupted (to float noise: the resumed run is not bitwise equal, about 3e-7 apart)
     assert final(ws, "quickstart-4gpu")["final_loss"] == pytest.approx(reference_loss, rel=1e-5)
+
+
+# The launch contract (docs/launch-contract.md) for the commands that start torchrun themselves: the
+# product description's shell and a torchrun the user wrote, each with only the options they give.
+TORCHRUN_SHAPES = {
+    "shell": ["bash", "-c", "torchrun --nnodes=$JETSTREAM_NNODES --nproc_per_node=$JETSTREAM_GPUS_PER_NODE "
+              "${QUICKSTART} --steps ${STEPS} --output-dir $JETSTREAM_MOUNT_RESULTS"],
+    "torchrun": ["torchrun", "--nnodes=2", "--nproc_per_node=2", "${QUICKSTART}", "--steps", "${STEPS}",
+                 "--output-dir", "${JETSTREAM_MOUNT_RESULTS}"],
+}
+
+
+def two_by_two(ws: Path, name: str, command: list[str]) -> str:
+    """quickstart-4gpu.yaml (checkpoints, results) on 2 nodes × 2 GPUs, running `command`."""
+    text = (ws / "quickstart-4gpu.yaml").read_text()
+    text = text.replace("name: quickstart-4gpu", f"name: {name}").replace(
+        "      count: 4\n", "      count: 4\n      per_node: 2\n")
+    text = re.sub(r"(?m)^  command: \[.*\]$", "  command: " + json.dumps(command), text, count=1)
+    (ws / f"{name}.yaml").write_text(text)
+    return f"{name}.yaml"
+
+
+@pytest.mark.parametrize("shape", sorted(TORCHRUN_SHAPES))
+def test_torchrun_in_the_command_forms_one_group_and_survives_preemption(ws, jsctl, status, reference_loss, shape):
+    """Two runs at once on both nodes: one to the end, one preempted (scancel --batch --signal=USR1 as
+    Slurm's --signal=B:USR1 would), requeued and resumed; both end at the plain script's loss."""
+    plain, preempted = f"qs-{shape}", f"qs-{shape}-preempted"
+    apply(jsctl, "-f", two_by_two(ws, plain, TORCHRUN_SHAPES[shape]),
+          "-f", two_by_two(ws, preempted, TORCHRUN_SHAPES[shape]), *QS)
+    job = status()[preempted]
+
+    def log() -> str:
+        return jsctl("logs", preempted)[1]
+    wait_for(lambda: re.search(r'"step": ([3-9]\d|1\d\d),', log()), 180, what="training to pass step 30")
+    subprocess.run(["scancel", "--batch", "--signal=USR1", slurm_id(job)], check=True)
+    wait_for(lambda: (s := status()[preempted])["restarts"] == 1 and s["phase"] == "PENDING", 90,
+             what="the requeue")
+    code, out, err = jsctl("resume", preempted)
+    assert code == 0, err
+    done = wait_for(lambda: all((s := status())[n]["phase"] in ("SUCCEEDED", "FAILED") for n in (plain, preempted))
+                    and s, 300, what="both runs")
+    text = log()
+    assert done[plain]["phase"] == "SUCCEEDED", jsctl("logs", plain)[1][-3000:]
+    assert done[preempted]["phase"] == "SUCCEEDED" and done[preempted]["restarts"] == 1, text[-3000:]
+    assert "jsctl: SIGUSR1: preemption notice" in text
+    assert "jsruntime.launch: workers checkpointed after a preemption signal; exit 75" in text
+    # the step's exit: 75, or 143 when the other node's 75 came first (srun --kill-on-bad-exit)
+    assert re.search(r"jsctl: preempted \(exit (75|143)\): requeueing Slurm job", text), text[-3000:]
+    saved = {int(s) for s in re.findall(r'"event": "preempt", "step": (\d+)', text)}
+    restored = {int(s) for s in re.findall(r'"event": "restore", "step": (\d+)', text)}
+    assert len(saved) == 1 and saved == restored and min(saved) > 0, (saved, restored)
+    one, two = final(ws, plain), final(ws, preempted)
+    assert one["world_size"] == two["world_size"] == 4  # both nodes' workers in one group
+    assert one["final_loss"] == pytest.approx(reference_loss, rel=1e-6)
+    assert two["final_loss"] == pytest.approx(reference_loss, rel=1e-5)  # resumed: to float noise

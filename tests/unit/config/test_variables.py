@@ -57,3 +57,41 @@ def test_undefined_has_hint(jsctl, write):
     assert "-v EXPERIMENT_NAME=VALUE" in err
     code, out, _ = jsctl("validate", write("job.yaml", JOB), "-v", "EXPERIMENT_NAME=x")
     assert code == 0, out
+
+
+# --- names set when the job runs: the core's, and those the installed providers declare ----------------
+
+RUNTIME_JOB = """version: jetstream.v1
+job:
+  name: exp
+lifecycle:
+  command: [sh, -c, 'echo $0 $1 $2', '${SLURM_JOB_ID}', '${JETSTREAM_NNODES}', '${FOO}']
+"""
+
+
+def test_provider_runtime_names_wait_for_run_time_and_unknown_names_are_errors(write):
+    r = api.validate([write("job.yaml", RUNTIME_JOB)])
+    (d,) = [d for d in r.diagnostics if d.severity == "error"]
+    assert (d.line, d.col, d.message) == (5, 81, "undefined variable 'FOO'")
+    r = api.validate([write("job.yaml", RUNTIME_JOB.replace(", '${FOO}'", ""))])
+    assert r.ok, r.diagnostics
+    assert r.specs["job.exp"].lifecycle.command[-2:] == ("${SLURM_JOB_ID}", "${JETSTREAM_NNODES}")
+
+
+def test_the_core_knows_only_engine_neutral_names(write):
+    from jsctl.config.loader import load_file
+    from jsctl.config.variables import interpolate, is_runtime_name
+    from jsctl.model.runtime_names import RuntimeNames
+    from jsctl.providers import registry
+
+    assert is_runtime_name("JETSTREAM_ANYTHING") and is_runtime_name("MASTER_PORT")
+    assert not is_runtime_name("SLURM_JOB_ID")  # the Slurm provider declares it
+    assert "SLURM_JOB_ID" in registry.get("slurm").runtime_names()
+    doc, _ = load_file(write("job.yaml", RUNTIME_JOB.replace(", '${FOO}'", "")))
+    _, diags = interpolate(doc, doc.data, Variables({}), None)
+    assert [d.message for d in diags] == ["undefined variable 'SLURM_JOB_ID'"]
+    engine = RuntimeNames(frozenset({"SLURM_JOB_ID"}))
+    data, diags = interpolate(doc, doc.data, Variables({}), None, runtime=engine)
+    assert not diags and data["lifecycle"]["command"][3] == "${SLURM_JOB_ID}"
+    data, diags = interpolate(doc, doc.data, Variables({}), None, runtime=RuntimeNames(prefixes=("SLURM_",)))
+    assert not diags

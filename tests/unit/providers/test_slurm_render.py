@@ -158,8 +158,9 @@ def test_scripts_are_valid_bash(tmp_path):
 def test_containers(tmp_path):
     pyxis = gpu_change(tmp_path, runtime="pyxis")
     text = script_of(pyxis)
+    staged = pyxis.artifact.request.runtime_dir  # jsruntime, mounted where it is on the host, read-only
     assert ("jsctl_container=('--container-image=nvcr.io#nvidia/pytorch:24.01-py3' "
-            f"--container-mounts=/datasets/set-a:/data,/scratch/{pyxis.job_id}/ckpt:/ckpt)") in text
+            f"--container-mounts=/datasets/set-a:/data,/scratch/{pyxis.job_id}/ckpt:/ckpt,{staged}:{staged}:ro)") in text
     assert '--label "${jsctl_container[@]}" ' in text
     assert "export JETSTREAM_CHECKPOINT_DIR=/ckpt" in text
     assert any("via pyxis" in n for n in pyxis.artifact.notes)
@@ -401,3 +402,93 @@ def test_recovery_only_for_listed_exit_codes(tmp_path):
     res = run_script(tmp_path, script_of(c))
     assert res.returncode == 4
     assert (tmp_path / "tries").read_text().splitlines() == ["try 0 restart 0"]
+
+
+SHAPE_JOB = """\
+version: jetstream.v1
+job:
+  name: shapes
+compute:
+  resources:
+    gpu:
+      count: 8
+strategy:
+  launcher: torchrun
+storage:
+  outputs:
+    - name: ckpt
+      path: ckpt
+      policy:
+        keep_latest: 1
+lifecycle:
+  command: {command}
+"""
+SEED_SHELL = ["/bin/bash", "-c", "cd /workspace\ntorchrun --nnodes=${JETSTREAM_NNODES} "
+              "--nproc_per_node=${JETSTREAM_GPUS_PER_NODE} train.py --bf16\n"]
+
+
+def shape_change(tmp_path, command, runtime="none"):
+    (c,) = plan_changes(tmp_path, {"job.yaml": SHAPE_JOB.format(command=json.dumps(command))}, ["job.yaml"],
+                        runtime=runtime)
+    return c
+
+
+@pytest.mark.parametrize("command", [SEED_SHELL, ["torchrun", "--nnodes=2", "--nproc_per_node=4", "train.py"]],
+                         ids=["shell", "torchrun"])
+def test_a_command_that_runs_torchrun_runs_under_the_launcher_on_every_node(tmp_path, command):
+    from jsctl.render import launch
+
+    c = shape_change(tmp_path, command)
+    text = script_of(c)
+    ctx = _ctx(c)
+    step = next(line.strip() for line in text.splitlines() if line.strip().startswith("srun --nodes=2"))
+    assert step.startswith("srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --kill-on-bad-exit=1 --label "
+                           "python -m jsruntime.launch --exec " + launch.shell_command(command[:1], ctx) + " ")
+    assert text.count("python -m jsruntime.launch --exec") == 1
+    exports = [line for line in text.splitlines() if line.startswith("export PET_")]
+    assert exports == ['export PET_NNODES="${JETSTREAM_NNODES}"',
+                       'export PET_NPROC_PER_NODE="${JETSTREAM_GPUS_PER_NODE}"',
+                       "export PET_RDZV_BACKEND=c10d", 'export PET_RDZV_ENDPOINT="${MASTER_ADDR}":"${MASTER_PORT}"',
+                       'export PET_RDZV_ID="${JOB_ID}"', "export PET_SHUTDOWN_TIMEOUT=120",
+                       "export PET_SIGNALS_TO_HANDLE=SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"]
+    assert text.index("export MASTER_PORT=") < text.index("export PET_RDZV_ENDPOINT=")
+
+
+def test_the_job_environment_when_it_runs(tmp_path):
+    """What the launcher's command finds on a node (under the srun stand-in): PET_* expanded from the
+    allocation, jsruntime first on PYTHONPATH, and the launcher's status file."""
+    c = shape_change(tmp_path, ["bash", "-c", "env > env.txt"])
+    res = run_script(tmp_path, script_of(c), {"PYTHONPATH": "/elsewhere"})
+    assert res.returncode == 0, res.stderr
+    env = dict(line.split("=", 1) for line in (tmp_path / "env.txt").read_text().splitlines() if "=" in line)
+    assert (env["PET_NNODES"], env["PET_NPROC_PER_NODE"], env["PET_RDZV_BACKEND"]) == ("2", "4", "c10d")
+    assert env["PET_RDZV_ENDPOINT"] == "10.0.0.1:24242" and env["PET_RDZV_ID"] == c.job_id
+    assert env["PYTHONPATH"] == f"{c.artifact.request.runtime_dir}:/elsewhere"
+    assert env["JSRUNTIME_STATUS_FILE"]  # the launcher ran it
+
+
+def test_jsruntime_is_staged_at_submit_and_mounted(tmp_path):
+    from jsctl.providers.slurm.client import SlurmClient
+    from jsctl.model.cluster import Cluster
+    from jsctl.errors import ProviderError
+    from jsctl.render import launch
+
+    pkg = launch.runtime_package()
+    c = gpu_change(tmp_path, runtime="apptainer")
+    staged = c.artifact.request.runtime_dir
+    assert staged == f"{tmp_path}/shared/runtime/jsruntime-{pkg.digest}"
+    assert f"export PYTHONPATH={staged}${{PYTHONPATH:+:$PYTHONPATH}}" in script_of(c)
+    assert f"/ckpt:/ckpt,{staged}:{staged}:ro docker://" in script_of(c)
+    assert any(f"staged at submit in {staged}" in n for n in c.artifact.notes)
+    client = SlurmClient(Cluster("ci", "slurm", {"access": {"mode": "local"}}), str(tmp_path))
+    target = str(tmp_path / "a dir; $(touch pwned)" / pkg.name)
+    for _ in range(2):  # the second time: already there
+        client._stage_runtime(target)
+    assert sorted(os.listdir(os.path.join(target, "jsruntime"))) == sorted(pkg.files)
+    assert not list(tmp_path.glob("pwned")) and len(os.listdir(os.path.dirname(target))) == 1
+    res = subprocess.run([sys.executable, "-c", "import jsruntime.launch; print(jsruntime.launch.__file__)"],
+                         capture_output=True, text=True, env={"PYTHONPATH": target, "PATH": os.environ["PATH"]},
+                         cwd=tmp_path)
+    assert res.stdout.startswith(target), res.stderr
+    with pytest.raises(ProviderError, match="the plan was rendered with jsruntime-0000000000000000"):
+        client._stage_runtime(str(tmp_path / "jsruntime-0000000000000000"))

@@ -65,6 +65,8 @@ def main(directory: str) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     base = {k: os.environ[k] for k in PASS_THROUGH if k in os.environ}
+    # the "image": this machine's Python first on PATH (its torchrun, python), as a job image would have
+    base["PATH"] = os.path.dirname(sys.executable) + os.pathsep + base.get("PATH", os.defpath)
     secrets = {k: os.environ[k] for k in request.get("secrets") or () if k in os.environ}
     missing = [k for k in request.get("secrets") or () if k not in secrets]
     if missing:
@@ -75,10 +77,14 @@ def main(directory: str) -> int:
     nodes = int(request.get("nodes") or 1)
     with open(os.path.join(directory, LOG), "ab") as log:
         for index in range(nodes):
-            env = {**base, **request["environment"], "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-                   "NODE_RANK": str(index), "TESTCLOUD_JOB_ID": os.path.basename(directory),
-                   "TESTCLOUD_NODE_INDEX": str(index), "TESTCLOUD_NUM_NODES": str(nodes),
-                   "TESTCLOUD_LABELS": json.dumps(request.get("labels") or {}, sort_keys=True), **secrets}
+            runtime = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "NODE_RANK": str(index),
+                       "TESTCLOUD_JOB_ID": os.path.basename(directory), "TESTCLOUD_NODE_INDEX": str(index),
+                       "TESTCLOUD_NUM_NODES": str(nodes),
+                       "TESTCLOUD_LABELS": json.dumps(request.get("labels") or {}, sort_keys=True)}
+            job_env = dict(request["environment"])
+            names = {**job_env, **runtime}  # `${NAME}` in a value names a job variable or a run-time one
+            env = {**base, **{k: VAR.sub(lambda m: names.get(m.group(1), m.group(0)), v) for k, v in job_env.items()},
+                   **runtime, **secrets}
             argv = [VAR.sub(lambda m: env.get(m.group(1), m.group(0)), a) for a in request["command"]]
             try:
                 children.append(subprocess.Popen(argv, cwd=request.get("workdir") or None, env=env,
