@@ -102,9 +102,9 @@ def check_remote(the_plan: Plan, ws: Workspace) -> Plan:
     for c in the_plan.changes:
         if c.action in ("create", "replace") and c.artifact and registry.get(c.provider).capabilities().check_remote:
             try:
-                c = replace(c, scheduler=clients.get(c.cluster).check(c.artifact))
+                c = replace(c, why=replace(c.why, scheduler=clients.get(c.cluster).check(c.artifact)))
             except JsctlError as exc:
-                c = replace(c, scheduler=exc.message, refused=True)
+                c = replace(c, why=replace(c.why, scheduler=exc.message, refused=True))
         changes.append(c)
     return replace(the_plan, changes=tuple(changes))
 

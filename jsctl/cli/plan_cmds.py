@@ -82,7 +82,7 @@ def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitco
         planfile.save(the_plan, out)
         if not (as_json or fmt == "json"):
             click.echo(f"\nSaved the plan to: {out} — apply exactly this with: jsctl apply {out}")
-    refused = [c.address for c in the_plan.changes if c.refused]
+    refused = [c.address for c in the_plan.changes if c.why.refused]
     if refused:
         echo_err(f"Error: the scheduler would not run {', '.join(refused)} (see 'scheduler' above)")
         sys.exit(1)

@@ -15,32 +15,41 @@ TF_ACTIONS = {"create": ["create"], "update": ["update"], "replace": ["delete", 
 
 
 @dataclass(frozen=True)
+class Explanation:
+    """What the plan tells people about a change. Apply never reads it."""
+
+    reasons: tuple[str, ...] = ()
+    forces: tuple[str, ...] = ()  # request fields whose change forces replacement (the provider's diff)
+    fields: tuple[FieldChange, ...] = ()  # the job document's changed fields (what the user edited)
+    candidates: tuple[Candidate, ...] = ()  # every placement considered, chosen first
+    strategy: str = ""  # the strategy advice in words
+    drift: str | None = None  # changed outside jsctl
+    scheduler: str | None = None  # --check-remote: the engine's answer (start estimate, or why not)
+    refused: bool = False  # --check-remote: the engine says it cannot run this job
+
+
+@dataclass(frozen=True)
 class ResourceChange:
+    """One address of the plan: what apply does there and everything it needs to do it."""
+
     address: str
     name: str
     action: Action
-    reasons: tuple[str, ...] = ()
     job_id: str | None = None
     generation: int | None = None
     provider: str | None = None
     cluster: str | None = None
     placement: Placement | None = None
-    candidates: tuple[Candidate, ...] = ()
-    artifact: RenderedArtifact | None = None
-    spec: dict | None = None  # the resolved job document
-    file: str | None = None
+    artifact: RenderedArtifact | None = None  # what submit sends (None for a delete or an infeasible job)
+    spec: dict | None = None  # the resolved job document, recorded in state
+    file: str | None = None  # the job file it came from
     before: dict | None = None  # the prior state record
-    fields: tuple[FieldChange, ...] = ()  # the job document's changed fields (what the user edited)
-    forces: tuple[str, ...] = ()  # request fields whose change forces replacement (the provider's diff)
     depends_on: tuple[str, ...] = ()
     dependencies_enforced: bool = False  # the engine itself holds the job until depends_on succeed (capabilities)
-    strategy: dict = field(default_factory=dict)
-    strategy_text: str = ""
-    outputs: dict = field(default_factory=dict)
-    drift: str | None = None
+    strategy: dict = field(default_factory=dict)  # what JETSTREAM_STRATEGY carries
+    outputs: dict = field(default_factory=dict)  # output name → path, for later jobs' references
     cost: CostEstimate | None = None
-    scheduler: str | None = None  # --check-remote: the engine's answer (start estimate, or why not)
-    refused: bool = False  # --check-remote: the engine says it cannot run this job
+    why: Explanation = Explanation()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "action", Action(self.action))

@@ -25,7 +25,7 @@ def _short(value: Any, limit: int = 60) -> str:
 
 def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
     sym = SYMBOL[c.action]
-    out = [f"  # {c.address} {VERB[c.action]}" + (f" ({'; '.join(c.reasons)})" if c.reasons and c.action != "replace" else "")]
+    out = [f"  # {c.address} {VERB[c.action]}" + (f" ({'; '.join(c.why.reasons)})" if c.why.reasons and c.action != "replace" else "")]
     out.append(f"{sym:>3} job \"{c.name}\" {{")
     if c.action == "delete":
         out.append(f"      - id          = \"{c.job_id}\"")
@@ -34,11 +34,11 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
         out.append("    }")
         return out
     mark = "+" if c.action in ("create", "replace") else " "
-    if c.action in ("update", "replace") and c.fields:
-        for f in c.fields:
+    if c.action in ("update", "replace") and c.why.fields:
+        for f in c.why.fields:
             out.append(f"      ~ {f.path} = {_short(f.before)} -> {_short(f.after)}")
     if c.action == "replace":
-        for r in c.reasons:
+        for r in c.why.reasons:
             out.append(f"      # {r}")
     p = c.placement
     before_id = (c.before or {}).get("job_id")
@@ -48,8 +48,8 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
         out.append(f"      {mark} id          = \"{c.job_id}\"")
     if p:
         out.append(f"      {mark} placement   = {p.describe()}")
-    if c.strategy_text:
-        out.append(f"      {mark} strategy    = {c.strategy_text}")
+    if c.why.strategy:
+        out.append(f"      {mark} strategy    = {c.why.strategy}")
     if c.cost is not None:
         before = (c.before or {}).get("cost_basis", {}).get("price_per_hour")
         if c.action == "update" and before is not None and before != c.cost.price_per_hour:
@@ -70,8 +70,8 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
             how = " (the engine holds it until they have succeeded)" \
                 if c.dependencies_enforced else " (apply submits it when they have succeeded)"
             out.append(f"      {mark} depends_on  = {deps}{how}")
-        if c.scheduler:
-            out.append(f"      {mark} scheduler   = {'REFUSED: ' if c.refused else ''}{c.scheduler}")
+        if c.why.scheduler:
+            out.append(f"      {mark} scheduler   = {'REFUSED: ' if c.why.refused else ''}{c.why.scheduler}")
         if c.secrets:
             out.append(f"      {mark} secrets     = {', '.join(c.secrets)} (read from your environment at apply)")
         lines = sum(content.count("\n") for _, content in c.artifact.files)
@@ -95,12 +95,12 @@ def render_text(plan: Plan, show_artifacts: bool = False, show_candidates: bool 
     out += [f"Warning: {w}" for w in plan.warnings]
     if plan.warnings:
         out.append("")
-    drift = [c for c in plan.changes if c.drift]
+    drift = [c for c in plan.changes if c.why.drift]
     if drift:
         out.append("Note: Objects have changed outside of jsctl")
         out.append("")
         for c in drift:
-            out += [f"  # {c.address} has changed", f"  ~ {c.drift}", ""]
+            out += [f"  # {c.address} has changed", f"  ~ {c.why.drift}", ""]
     acting = [c for c in plan.changes if c.action != "no-op"]
     if not acting:
         out.append("No changes. The jobs match the configuration and what is live.")
@@ -108,9 +108,9 @@ def render_text(plan: Plan, show_artifacts: bool = False, show_candidates: bool 
     out += ["jsctl will perform the following actions:", ""]
     for c in acting:
         out += job_lines(c, show_artifacts)
-        if show_candidates and c.action in ("create", "replace") and len(c.candidates) > 1:
+        if show_candidates and c.action in ("create", "replace") and len(c.why.candidates) > 1:
             out.append(f"\n  Candidates considered for {c.address}:")
-            out += ["    " + line for line in candidates_table(PlacementResult(c.placement, c.candidates))]
+            out += ["    " + line for line in candidates_table(PlacementResult(c.placement, c.why.candidates))]
         out.append("")
     out.append(summary(plan))
     return "\n".join(out)
@@ -135,7 +135,7 @@ def render_markdown(plan: Plan) -> str:
         where = c.placement.describe() if c.placement else (c.before or {}).get("handle", "")
         price = f"{c.price_per_hour:.2f}" if c.price_per_hour is not None else ""
         out.append(f"| `{SYMBOL[c.action]}` | `{c.address}` | `{c.job_id}` | {where} | {price} | "
-                   f"{'; '.join(c.reasons)} |")
+                   f"{'; '.join(c.why.reasons)} |")
     out.append("")
     for c in acting:
         out += [f"<details><summary><code>{c.address}</code> {VERB[c.action]}</summary>", "", "```diff"]
@@ -160,10 +160,10 @@ def to_json(plan: Plan) -> dict:
         changes.append({
             "address": c.address, "name": c.name, "type": "job", "provider": c.provider, "cluster": c.cluster,
             "change": {"actions": TF_ACTIONS[c.action], "before": c.before, "after": after,
-                       "reasons": list(c.reasons), "forces_replacement": list(c.forces),
-                       "fields": [{"path": f.path, "before": f.before, "after": f.after} for f in c.fields]},
-            "candidates": [x.to_dict() for x in c.candidates],
-            "drift": c.drift, "scheduler": c.scheduler, "refused": c.refused,
+                       "reasons": list(c.why.reasons), "forces_replacement": list(c.why.forces),
+                       "fields": [{"path": f.path, "before": f.before, "after": f.after} for f in c.why.fields]},
+            "candidates": [x.to_dict() for x in c.why.candidates],
+            "drift": c.why.drift, "scheduler": c.why.scheduler, "refused": c.why.refused,
         })
     add, change, destroy = plan.count()
     return {"format_version": JSON_FORMAT_VERSION, "jsctl_version": _version(),

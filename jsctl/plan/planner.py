@@ -10,7 +10,7 @@ from jsctl.config.workspace import Workspace
 from jsctl.errors import ConfigError, JsctlError, PlanError
 from jsctl.model.diff import field_changes
 from jsctl.model.address import Address, job_id
-from jsctl.plan.model import Plan, ResourceChange
+from jsctl.plan.model import Explanation, Plan, ResourceChange
 from jsctl.plan import cost
 from jsctl.plan.catalog import Catalog, builtin
 from jsctl.plan.placement import PlacementResult, infeasible_message, place
@@ -90,11 +90,10 @@ def make_plan(inp: PlanInputs) -> Plan:
                         hint="change compute.resources or compute.target, or add a cluster to jsctl.yaml")
     for address, record in state.records().items():
         if (address not in wanted or inp.destroy) and _in_scope(address, inp.targets):
-            changes.append(ResourceChange(address, record.name, "delete",
-                                          ("no longer in the configuration",) if not inp.destroy else ("destroy",),
-                                          record.job_id, record.generation, record.provider,
-                                          record.cluster, before=record.to_dict(),
-                                          drift=_drift(record, inp.live.get(address))))
+            why = Explanation(("no longer in the configuration",) if not inp.destroy else ("destroy",),
+                              drift=_drift(record, inp.live.get(address)))
+            changes.append(ResourceChange(address, record.name, "delete", record.job_id, record.generation,
+                                          record.provider, record.cluster, before=record.to_dict(), why=why))
     budget = inp.max_cost if inp.max_cost is not None else inp.workspace.budget
     totals = cost.plan_cost([c.cost for c in changes if c.cost and c.action != "delete"],
                             {c.address: _prior_price(c) for c in changes
@@ -112,7 +111,7 @@ def _prior_price(c: ResourceChange) -> float | None:
 
 
 def _infeasible_text(change: ResourceChange) -> str:
-    return infeasible_message(PlacementResult(None, change.candidates), change.address)
+    return infeasible_message(PlacementResult(None, change.why.candidates), change.address)
 
 
 def _drift(record: StateRecord, live: LiveStatus | None) -> str | None:
@@ -172,16 +171,17 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
     spec, p, ctx, advice = built.spec, built.result.placement, built.ctx, built.advice
     estimate = cost.estimate(source.address, spec, p, inp.duration_s,
                              prior_price_per_hour=prior.cost_basis.price_per_hour if prior else None)
+    why = Explanation(tuple(reasons), tuple(forces),
+                      tuple(field_changes(dict(prior.spec or {}), spec.document)) if prior else (),
+                      built.result.candidates, advice.describe() if advice else "", drift)
     return ResourceChange(
-        address=source.address, name=source.name, action=action, reasons=tuple(reasons),
+        address=source.address, name=source.name, action=action,
         job_id=ctx.job_id if ctx else job_id(source.name, source.address, generation),
         generation=ctx.generation if ctx else generation, provider=p.provider if p else None,
-        cluster=p.cluster if p else None, placement=p, candidates=built.result.candidates, artifact=built.artifact,
-        spec=spec.document, file=spec.file, before=prior.to_dict() if prior else None,
-        fields=tuple(field_changes(dict(prior.spec or {}), spec.document)) if prior else (), forces=tuple(forces),
-        depends_on=source.depends_on, strategy=advice.to_env() if advice else {},
+        cluster=p.cluster if p else None, placement=p, artifact=built.artifact, spec=spec.document, file=spec.file,
+        before=prior.to_dict() if prior else None, depends_on=source.depends_on,
         dependencies_enforced=bool(p and registry.get(p.provider).capabilities().dependencies),
-        strategy_text=advice.describe() if advice else "", outputs=output_paths(spec), drift=drift, cost=estimate)
+        strategy=advice.to_env() if advice else {}, outputs=output_paths(spec), cost=estimate, why=why)
 
 
 def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInputs,
