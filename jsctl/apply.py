@@ -227,7 +227,7 @@ def _wait_for_upstream(c: ResourceChange, state: State, store: StateStore, clien
                        emit: OnEvent, poll_s: float) -> dict[str, JobHandle] | str:
     """The dependencies' handles for submit, or why the job cannot be submitted. A dependency the
     engine cannot order by itself (another cluster, or no dependency support) is waited for here."""
-    ordered_by_engine = registry.get(c.provider).capabilities().dependencies
+    ordered_by_engine = c.dependencies_enforced
     upstream: dict[str, JobHandle] = {}
     for dep in c.depends_on:
         record = state.record(dep)

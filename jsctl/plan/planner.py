@@ -51,7 +51,7 @@ def offers_for(workspace: Workspace, facts: Mapping[str, Facts], catalog: Catalo
 
 def runtime_names() -> RuntimeNames:
     """Names the installed providers' engines set when a job runs: `${NAME}` waits for run time."""
-    return RuntimeNames.union(registry.get(name).runtime_names() for name in registry.names())
+    return RuntimeNames.union(provider.runtime_names() for provider in registry.loadable())
 
 
 def _in_scope(address: str, targets: Sequence[str]) -> bool:

@@ -44,6 +44,17 @@ def get(name: str) -> Provider:
     return cls()
 
 
+def loadable() -> list[Provider]:
+    """Every installed provider that loads; one that does not fails only where a cluster uses it."""
+    found = []
+    for name in names():
+        try:
+            found.append(get(name))
+        except ProviderError:
+            continue
+    return found
+
+
 class Clients:
     """One client per cluster of a workspace, made on first use (constructing one touches nothing)."""
 
