@@ -48,7 +48,7 @@ def context(h: Harness, change, job: Path) -> JobContext:
     fields = {f.name for f in dataclasses.fields(JobContext)}
     extra = {"runtime_names": registry.get(h.provider).runtime_names()} if "runtime_names" in fields else {}
     return JobContext(change.address, change.job_id, change.generation, spec, change.placement, change.depends_on,
-                      change.strategy.get("env", change.strategy) if isinstance(change.strategy, dict) else {},
+                      dict(change.strategy or {}),
                       str(job.parent), w.cluster(change.cluster), **extra)
 
 
@@ -61,10 +61,9 @@ def read_dump(prefix: Path) -> dict:
 
 def run_dump_job(h: Harness, jsctl, name: str, want: list[str], **kw) -> tuple[dict, dict]:
     """Apply a dump job through the CLI, wait for it; (what it wrote, its state record)."""
-    env = kw.pop("cli_env", None)
     text, prefix = h.dump_job(name, want, **kw)
     job = write_job(h, name, text)
-    code, out, err = jsctl("apply", "-f", str(job), "--auto-approve", env=env)
+    code, out, err = jsctl("apply", "-f", str(job), "--auto-approve")
     assert code == 0, out + err
     handle, live = wait_record(h, f"job.{name}")
     assert live.phase == "SUCCEEDED", (live, "".join(h.client().logs(handle)))
@@ -92,6 +91,7 @@ def test_render_is_deterministic(harness, jsctl):
 
     ctx = context(h, first, job)
     one = provider.render(ctx, None)
+    assert one.digest == first.artifact.digest  # what the planner rendered, from the same inputs
     two = provider.render(ctx, None)
     fresh = type(provider)().render(ctx, None)
     for other in (two, fresh):

@@ -18,6 +18,7 @@ from jsctl.config import workspace
 from jsctl.config.spec import build
 from jsctl.config.variables import Variables
 from jsctl.errors import ProviderError
+from jsctl.plan.catalog import builtin
 from jsctl.plan.planner import PlanInputs, make_plan
 from jsctl.plan.resolve import load_sources
 from jsctl.providers import registry
@@ -52,7 +53,7 @@ def test_probe_offers_from_the_cluster(ws, client):
     assert facts.data["version"].startswith("22.05") or facts.data["version"]
     (ws / "jsctl.yaml").write_text(inventory(ws / "shared", partitions=False))  # no partitions listed
     w = workspace.load(str(ws / "jsctl.yaml"))
-    (offer,) = registry.get("slurm").offers(w.cluster("ci"), facts)
+    (offer,) = registry.get("slurm").offers(w.cluster("ci"), facts, builtin())
     assert (offer.pool, offer.gpus_per_node, offer.max_nodes, offer.gpu_type, offer.available) == \
         ("debug", 4, 2, "*", True)
     _, (change,) = plan(ws, ["quickstart-2x2.yaml"], facts={"ci": facts})
@@ -228,7 +229,7 @@ lifecycle:
   command: [sh, -c, 'printf "%s" "$TOKEN" > "$0"', 'token.txt']
 """)
     w, (change,) = plan(ws, ["secret.yaml"])
-    assert change.artifact.request["access"] == "ssh" and change.artifact.request["workdir"] == str(ws / "shared")
+    assert change.artifact.request.access == "ssh" and change.artifact.request.workdir == str(ws / "shared")
     client = registry.get("slurm").client(w.cluster("ci"), str(ws))
     assert "debug" in client.probe().data["partitions"]
     handle = client.submit(change.artifact, {"TOKEN": SECRET}, {})

@@ -36,6 +36,15 @@ def _alive(pid: int | None) -> bool:
         return True
 
 
+def _runs(pid: int, ident: str) -> bool:
+    """Is `pid` a node process of job `ident` (its environment says so)?"""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return f"TESTCLOUD_JOB_ID={ident}".encode() in fh.read().split(b"\0")
+    except OSError:
+        return False
+
+
 class TestCloudClient(ProviderClient):
     __test__ = False
     provider = NAME
@@ -165,11 +174,12 @@ class TestCloudClient(ProviderClient):
                     return
                 time.sleep(0.1)
             os.killpg(int(pid), signal.SIGKILL)
-        for pgid in status.get("pgids") or ():
-            try:
-                os.killpg(int(pgid), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        for pgid in status.get("pgids") or ():  # the worker is gone: end the nodes' process groups ourselves
+            if _runs(int(pgid), handle.id):  # (a pid the kernel has given to another process is not ours)
+                try:
+                    os.killpg(int(pgid), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
         status = read_json(os.path.join(directory, STATUS)) or status
         if status.get("phase") in ACTIVE:
             status.update(phase="CANCELLED", state="CANCELLED", reason="cancelled by request", ended_at=time.time())
