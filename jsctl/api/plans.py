@@ -87,7 +87,7 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | No
     from dataclasses import replace
 
     warnings = tuple(f"{name}: {w}" for name, f in sorted(facts.items()) for w in f.warnings)
-    return replace(result, refreshed=refreshed, warnings=warnings)
+    return replace(result, refreshed=refreshed, warnings=result.warnings + warnings)
 
 
 def check_remote(the_plan: Plan, ws: Workspace) -> Plan:

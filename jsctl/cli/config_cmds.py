@@ -1,13 +1,12 @@
 """Commands that work on files alone: validate, fmt, graph."""
 from __future__ import annotations
 
-from jsctl import JSON_FORMAT_VERSION
-
 import json
 import sys
 
 import click
 
+from jsctl import JSON_FORMAT_VERSION
 from jsctl.errors import ConfigError
 
 var_option = click.option("-v", "--var", "cli_vars", multiple=True, metavar="NAME=VALUE",

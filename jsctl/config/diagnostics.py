@@ -1,12 +1,12 @@
 """Positioned diagnostics: collected while loading and validating, printed like a compiler."""
 from __future__ import annotations
 
-from jsctl import JSON_FORMAT_VERSION
-
 import difflib
 import json
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
+
+from jsctl import JSON_FORMAT_VERSION
 
 
 @dataclass(frozen=True)

@@ -102,20 +102,27 @@ def instance_offers(cluster: Cluster, catalog: Catalog, cloud: str) -> list[Offe
     return [instance_offer(cluster, item) for item in allowed(cluster, catalog, cloud)]
 
 
-def check_cluster(cluster: Cluster, catalog: Catalog, cloud: str) -> list[str]:
-    """Problems with a cloud cluster's settings, for its provider's checks: unknown instance types,
-    spot asked where none is priced."""
+@dataclass(frozen=True)
+class Problem:
+    severity: str  # "error" | "warning"
+    message: str
+
+
+def check_cluster(cluster: Cluster, catalog: Catalog, cloud: str) -> list[Problem]:
+    """Problems with a cloud cluster's settings, for its provider's `check_cluster`: an unknown
+    instance type is an error (it could never be placed), spot asked where none is priced a warning."""
     out = []
     names = catalog.names(cloud)
     for name in cluster.settings.get("instance_types") or ():
         if catalog.get(cloud, str(name)) is None:
             close = difflib.get_close_matches(str(name), names, n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            out.append(f"cluster {cluster.name}: instance type '{name}' is not in the {cloud} catalog{hint}; "
-                       "add it to your catalog file")
+            out.append(Problem("error", f"cluster {cluster.name}: instance type '{name}' is not in the {cloud} "
+                                        f"catalog{hint}; add it to your catalog file"))
     if cluster.settings.get("spot"):
         unpriced = [o.name for o in allowed(cluster, catalog, cloud) if o.spot is None]
         if unpriced:
-            out.append(f"cluster {cluster.name}: spot: true, but the catalog has no spot price for "
-                       f"{', '.join(unpriced)} (those offer on-demand only; set `spot:` prices in your catalog file)")
+            out.append(Problem("warning", f"cluster {cluster.name}: spot: true, but the catalog has no spot price "
+                                          f"for {', '.join(unpriced)} (those offer on-demand only; set `spot:` "
+                                          "prices in your catalog file)"))
     return out

@@ -23,6 +23,7 @@ class Explanation:
     fields: tuple[FieldChange, ...] = ()  # the job document's changed fields (what the user edited)
     candidates: tuple[Candidate, ...] = ()  # every placement considered, chosen first
     strategy: str = ""  # the strategy advice in words
+    command: tuple[str, ...] = ()  # what each node launches (the launch contract's command)
     drift: str | None = None  # changed outside jsctl
     scheduler: str | None = None  # --check-remote: the engine's answer (start estimate, or why not)
     refused: bool = False  # --check-remote: the engine says it cannot run this job

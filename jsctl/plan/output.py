@@ -1,11 +1,10 @@
 """How a Plan reads: Terraform's symbols for people, markdown for pull requests, versioned JSON for tools."""
 from __future__ import annotations
 
-from jsctl import JSON_FORMAT_VERSION
-
 import json
 from typing import Any
 
+from jsctl import JSON_FORMAT_VERSION
 from jsctl.plan import cost
 from jsctl.plan.model import SYMBOL, TF_ACTIONS, Plan, ResourceChange
 from jsctl.plan.placement import PlacementResult, candidates_table
@@ -60,7 +59,7 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
         if assumed:
             out.append(f"                    ({assumed})")
     if c.artifact:
-        command = getattr(c.artifact.request, "argv", None)
+        command = c.why.command
         if command:
             out.append(f"      {mark} command     = {' '.join(command)}")
         for name, path in c.outputs.items():
@@ -163,7 +162,8 @@ def to_json(plan: Plan) -> dict:
                        "reasons": list(c.why.reasons), "forces_replacement": list(c.why.forces),
                        "fields": [{"path": f.path, "before": f.before, "after": f.after} for f in c.why.fields]},
             "candidates": [x.to_dict() for x in c.why.candidates],
-            "drift": c.why.drift, "scheduler": c.why.scheduler, "refused": c.why.refused,
+            "command": list(c.why.command), "drift": c.why.drift, "scheduler": c.why.scheduler,
+            "refused": c.why.refused,
         })
     add, change, destroy = plan.count()
     return {"format_version": JSON_FORMAT_VERSION, "jsctl_version": _version(),

@@ -48,14 +48,16 @@ def load(path: str) -> Plan:
             address=rc["address"], name=rc["name"], action=action,
             job_id=after.get("job_id") or (ch.get("before") or {}).get("job_id"),
             generation=after.get("generation") or (ch.get("before") or {}).get("generation"),
-            provider=rc.get("provider"), cluster=rc.get("cluster"), placement=Placement.from_dict(after.get("placement")),
+            provider=rc.get("provider"), cluster=rc.get("cluster"),
+            placement=Placement.from_dict(after.get("placement")),
             artifact=RenderedArtifact.from_dict(art, registry.get(rc["provider"]).request_type()) if art else None,
             spec=after.get("spec"),
             before=ch.get("before"), depends_on=tuple(after.get("depends_on") or ()),
             dependencies_enforced=bool(after.get("dependencies_enforced")),
             strategy=after.get("strategy") or {}, outputs=after.get("outputs") or {}, cost=_cost(after.get("cost")),
             why=Explanation(tuple(ch.get("reasons") or ()), tuple(ch.get("forces_replacement") or ()),
-                            drift=rc.get("drift"), scheduler=rc.get("scheduler"), refused=bool(rc.get("refused")))))
+                            command=tuple(rc.get("command") or ()), drift=rc.get("drift"),
+                            scheduler=rc.get("scheduler"), refused=bool(rc.get("refused")))))
     prior = data["prior_state"]
     return Plan(tuple(changes), prior["serial"], prior["lineage"], prior["exists"], tuple(data.get("files") or ()),
                 data.get("workspace"), data.get("destroy", False))

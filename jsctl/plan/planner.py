@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
@@ -17,6 +17,7 @@ from jsctl.plan.placement import PlacementResult, infeasible_message, place
 from jsctl.plan.resolve import JobSource, Sources, output_paths, resolve_job
 from jsctl.plan.strategy import StrategyAdvice, advise
 from jsctl.providers import registry
+from jsctl.render import launch
 from jsctl.model.cluster import Facts, Offer
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.job import JobContext
@@ -64,6 +65,10 @@ def make_plan(inp: PlanInputs) -> Plan:
     diags: list[Diagnostic] = []
     infeasible: list[str] = []
     offers = offers_for(inp.workspace, inp.facts, inp.catalog)
+    checked = [replace(d, file=d.file or inp.workspace.file or "jsctl.yaml") for c in inp.workspace.clusters
+               for d in registry.get(c.provider).check_cluster(c, inp.catalog or builtin())]
+    if any(d.severity == "error" for d in checked):
+        raise ConfigError([d for d in checked if d.severity == "error"])
     upstream: dict[str, dict[str, str]] = {}
     ids: dict[str, str] = {}
     wanted = {s.address for s in inp.sources.jobs}
@@ -103,7 +108,7 @@ def make_plan(inp: PlanInputs) -> Plan:
         raise PlanError(cost.format_budget(totals).removeprefix("Error: "),
                         hint="raise --max-cost or budget:, shorten time_limit, or choose cheaper resources")
     return Plan(tuple(changes), state.serial, state.lineage, inp.state_exists, inp.files,
-                inp.workspace.file, inp.destroy, cost=totals)
+                inp.workspace.file, inp.destroy, warnings=tuple(d.message for d in checked), cost=totals)
 
 
 def _prior_price(c: ResourceChange) -> float | None:
@@ -111,7 +116,8 @@ def _prior_price(c: ResourceChange) -> float | None:
 
 
 def _infeasible_text(change: ResourceChange) -> str:
-    return infeasible_message(PlacementResult(None, change.why.candidates), change.address)
+    why = None if change.why.candidates else "no cluster of the workspace offers any place to run jobs"
+    return infeasible_message(PlacementResult(None, change.why.candidates, why), change.address)
 
 
 def _drift(record: StateRecord, live: LiveStatus | None) -> str | None:
@@ -173,7 +179,8 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
                              prior_price_per_hour=prior.cost_basis.price_per_hour if prior else None)
     why = Explanation(tuple(reasons), tuple(forces),
                       tuple(field_changes(dict(prior.spec or {}), spec.document)) if prior else (),
-                      built.result.candidates, advice.describe() if advice else "", drift)
+                      built.result.candidates, advice.describe() if advice else "",
+                      launch.command(ctx) if ctx else (), drift)
     return ResourceChange(
         address=source.address, name=source.name, action=action,
         job_id=ctx.job_id if ctx else job_id(source.name, source.address, generation),

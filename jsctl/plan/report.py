@@ -8,13 +8,12 @@ caller passes the records and `now`.
 """
 from __future__ import annotations
 
-from jsctl import JSON_FORMAT_VERSION
-
 import datetime as dt
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
+from jsctl import JSON_FORMAT_VERSION
 from jsctl.config.quantities import parse_duration
 from jsctl.model.state import CostBasis, RecordStatus, StateRecord
 from jsctl.plan.cost import money

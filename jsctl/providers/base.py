@@ -55,6 +55,11 @@ class Provider(ABC):
         prefixes): `${NAME}` in a job file waits for run time instead of being an error."""
         return RuntimeNames()
 
+    def check_cluster(self, cluster: Cluster, catalog: Catalog) -> list[Diagnostic]:
+        """Problems with a cluster's settings that its schema cannot see (an instance type the catalog
+        lacks); errors stop the plan, warnings are printed with it."""
+        return []
+
     def validate(self, job: JobContext, facts: Facts | None) -> list[Diagnostic]:
         return []
 

@@ -297,16 +297,10 @@ def test_status_logs_and_stop_through_the_cli(harness, jsctl):
 
 # ---- isolation: a job id names a job within one workspace only ------------------------------------------
 
-def test_jobs_of_another_workspace_are_untouched(harness, jsctl, monkeypatch, request):
+def test_jobs_of_another_workspace_are_untouched(harness, jsctl, monkeypatch):
     """Job ids are a pure function of address and generation, so two workspaces (two checkouts, two CI
     runs on one machine) have the same id for `job.twin`: stopping one must not touch the other."""
     h = harness
-    if h.provider == "local":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "finding (issue 9): the local provider finds a run's processes by JETSTREAM_JOB_ID alone "
-            "(providers/local/runs.py job_processes; supervisor.py kill_all at the end of every run), so "
-            "a run ending or stopped in one workspace SIGKILLs every process on the machine with the same "
-            "job id: another workspace's local run, a testcloud job, a Slurm job on this host")))
     job = write_job(h, "twin", h.sleeper("twin"))
     assert jsctl("apply", "-f", str(job), "--auto-approve")[0] == 0
     mine, _ = wait_record(h, "job.twin", ("RUNNING",))

@@ -144,9 +144,6 @@ def test_it_runs_a_two_node_job(tmp_path, monkeypatch, jsctl):
     assert {d["env"]["JETSTREAM_NNODES"] for d in got} == {"2"}
 
 
-@pytest.mark.xfail(strict=True, reason="finding (issue 9): no Provider hook checks a cluster's settings against the "
-                   "catalog, so jsctl.model.catalog.check_cluster is never called; a misspelt instance type "
-                   "leaves no offers and the plan says 'cannot be placed: None'")
 def test_a_misspelt_instance_type_is_named(ws, jsctl):
     (ws / "jsctl.yaml").write_text(inventory("    instance_types: [p4de.24xlage]\n"))
     code, out, err = jsctl("plan", "-f", "big.yaml")

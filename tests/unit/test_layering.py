@@ -7,7 +7,7 @@ builds on, never a stage that comes after it. Every import counts, also those in
     render            the Jinja2 environment and the launch contract, from a JobContext
     providers         each engine's pure half and client (they use render; they never plan)
     plan              resolve, place, size, price; asks providers (through the registry) for offers,
-                      renders and diffs: config → plan → providers
+                      renders and diffs: config → plan → providers (it shows the launch command)
     state             reading and writing the state document (store, lock)
     apply             carries out a plan through provider clients and records state
     api               the SDK: every verb as a function
@@ -29,7 +29,7 @@ ALLOWED = {
     "jsctl.config": BASE | {"jsctl.config"},
     "jsctl.render": BASE | {"jsctl.config", "jsctl.render"},
     "jsctl.providers": BASE | {"jsctl.config", "jsctl.render", "jsctl.providers"},
-    "jsctl.plan": BASE | {"jsctl.config", "jsctl.providers", "jsctl.plan"},
+    "jsctl.plan": BASE | {"jsctl.config", "jsctl.render", "jsctl.providers", "jsctl.plan"},
     "jsctl.state": BASE | {"jsctl.state"},
     "jsctl.apply": BASE | {"jsctl.config", "jsctl.plan", "jsctl.providers", "jsctl.state", "jsctl.apply"},
     "jsctl.metrics": BASE | {"jsctl.metrics"},

@@ -139,7 +139,7 @@ class LocalClient(ProviderClient):
                 if not runs.pid_alive(sup):
                     return
                 time.sleep(0.1)
-        runs.kill_all(handle.id, signal.SIGKILL)  # the supervisor is gone: stop the job ourselves
+        runs.kill_all(directory, signal.SIGKILL)  # the supervisor is gone: stop the job ourselves
         status.update(phase="CANCELLED", engine_state="cancelled", reason="stopped by jsctl stop",
                       ended_at=time.time())
         runs.write_json(os.path.join(directory, runs.STATUS), status)

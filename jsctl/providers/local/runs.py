@@ -13,6 +13,7 @@ LOG = "job.log"  # stdout+stderr of hooks and the command, with [jsctl] markers
 SUPERVISOR_LOG = "supervisor.log"
 PID = "supervisor.pid"
 CANCEL = "cancel"  # presence asks the supervisor to stop
+MARKER = "JSCTL_LOCAL_RUN"  # in every process of a run: its run directory (see run_marker)
 SCALE = "scale.json"  # {"workers": N}: restart on this many workers after the next checkpoint
 
 
@@ -48,10 +49,16 @@ def pid_alive(pid: int | None) -> bool:
         return True
 
 
-def job_processes(job_id: str) -> list[int]:
-    """Every process of this run, found by JETSTREAM_JOB_ID in its environment: launchers such as
-    torchrun start workers in sessions of their own, so a process group does not hold them all."""
-    marker = f"JETSTREAM_JOB_ID={job_id}".encode()
+def run_marker(directory: str) -> tuple[str, str]:
+    """The variable every process of a run carries: its run directory, unique on this machine (a job
+    id is not: `job.x` has the same id in every workspace)."""
+    return MARKER, os.path.realpath(directory)
+
+
+def job_processes(directory: str) -> list[int]:
+    """Every process of the run in `directory`, found by its marker in their environment: launchers
+    such as torchrun start workers in sessions of their own, so a process group does not hold them all."""
+    marker = "=".join(run_marker(directory)).encode()
     found = []
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -65,8 +72,8 @@ def job_processes(job_id: str) -> list[int]:
     return found
 
 
-def kill_all(job_id: str, sig: int) -> None:
-    for pid in job_processes(job_id):
+def kill_all(directory: str, sig: int) -> None:
+    for pid in job_processes(directory):
         try:
             os.kill(pid, sig)
         except ProcessLookupError:

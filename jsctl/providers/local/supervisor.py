@@ -65,6 +65,8 @@ class Supervisor:
         env.update({k: expand(env[k], names) for k in job_env})
         env["JETSTREAM_RESTART_COUNT"] = str(self.status.get("restarts", 0))
         env["PYTHONUNBUFFERED"] = "1"
+        name, value = runs.run_marker(self.dir)
+        env[name] = value
         return env
 
     def run(self, argv: list[str], env: dict[str, str], what: str) -> int:
@@ -100,7 +102,7 @@ class Supervisor:
                         os.killpg(self.child.pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-                    runs.kill_all(self.request["job_id"], signal.SIGKILL)
+                    runs.kill_all(self.dir, signal.SIGKILL)
         self.reason = f"{what} exited with code {code}" if code else None
         if code < 0:
             self.reason = f"{what} was killed by signal {signal.Signals(-code).name}"
@@ -158,7 +160,7 @@ class Supervisor:
             else:
                 break
             env = self.environment()
-        runs.kill_all(self.request["job_id"], signal.SIGKILL)  # stragglers in sessions of their own
+        runs.kill_all(self.dir, signal.SIGKILL)  # stragglers in sessions of their own
         if self.cancelled and not self.timed_out:
             self.save(phase="CANCELLED", engine_state="cancelled", reason="stopped by jsctl stop",
                       ended_at=time.time(), exit_code=code)

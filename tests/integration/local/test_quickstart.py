@@ -22,9 +22,9 @@ def quickstart(ws):
     return ws
 
 
-def worker_pids(job_id: str) -> list[int]:
+def worker_pids(run_dir) -> list[int]:
     found = []
-    for pid in job_processes(job_id):
+    for pid in job_processes(str(run_dir)):
         try:
             with open(f"/proc/{pid}/environ", "rb") as fh:
                 if b"LOCAL_RANK=1" in fh.read().split(b"\0"):
@@ -55,7 +55,7 @@ def test_killed_worker_resumes_from_checkpoint(quickstart):
     while time.time() < deadline and not list(quickstart.glob("out/*/checkpoints/step-*")):
         time.sleep(0.2)
     assert list(quickstart.glob("out/*/checkpoints/step-*")), "no checkpoint was written"
-    workers = worker_pids(status_file.parent.name)
+    workers = worker_pids(status_file.parent)
     assert workers, "no worker processes found"
     os.kill(workers[-1], signal.SIGKILL)
     row = wait_phase("quickstart", timeout=240)

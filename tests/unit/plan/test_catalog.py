@@ -226,7 +226,7 @@ def test_spot_only_where_a_spot_price_exists():
     (p5,) = instance_offers(cluster, catalog.builtin(), "aws")
     assert p5.capacities == ("on-demand",)
     (warning,) = check_cluster(cluster, catalog.builtin(), "aws")
-    assert "no spot price for p5.48xlarge" in warning
+    assert warning.severity == "warning" and "no spot price for p5.48xlarge" in warning.message
 
 
 def test_region_other_than_the_reference_region_is_noted():
@@ -239,8 +239,9 @@ def test_region_other_than_the_reference_region_is_noted():
 def test_unknown_instance_type_is_reported_not_offered():
     cluster = Cluster("aws", "aws-batch", {"instance_types": ["p4de.24xlarg"]})
     assert instance_offers(cluster, catalog.builtin(), "aws") == []
-    (msg,) = check_cluster(cluster, catalog.builtin(), "aws")
-    assert "instance type 'p4de.24xlarg' is not in the aws catalog (did you mean 'p4de.24xlarge'?)" in msg
+    (problem,) = check_cluster(cluster, catalog.builtin(), "aws")
+    assert problem.severity == "error"
+    assert "instance type 'p4de.24xlarg' is not in the aws catalog (did you mean 'p4de.24xlarge'?)" in problem.message
 
 
 def test_every_cluster_asks_its_provider_and_the_catalog_is_input(monkeypatch):

@@ -24,8 +24,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from jsctl.config.diagnostics import Diagnostic
 from jsctl.model.artifact import RenderedArtifact, Request
-from jsctl.model.catalog import Catalog, instance_offers
+from jsctl.model.catalog import Catalog, check_cluster, instance_offers
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
 from jsctl.model.runtime_names import RuntimeNames
@@ -87,6 +88,11 @@ class TestCloudProvider(Provider):
 
     def runtime_names(self) -> RuntimeNames:
         return RuntimeNames(frozenset(RUNTIME_NAMES))
+
+    def check_cluster(self, cluster: Cluster, catalog: Catalog) -> list[Diagnostic]:
+        """Instance types the catalog lacks (with a did-you-mean), spot where it has no price."""
+        return [Diagnostic(p.severity, "TESTCLOUD01", p.message, "")
+                for p in check_cluster(cluster, catalog, str(cluster.settings["cloud"]))]
 
     def offers(self, cluster: Cluster, facts: Facts | None, catalog: Catalog) -> list[Offer]:
         """The catalog's instance types of the cluster's cloud, with their list prices."""
