@@ -7,22 +7,18 @@ A new provider passes the suite by adding a Harness subclass here and its name t
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Callable
 
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.status import JobHandle, LiveStatus
 from jsctl.providers import registry
+import slurmci
+from slurmci import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM_EXAMPLES = ROOT / "examples" / "slurm"
-DEFAULT_SLURM_CONF = Path(os.environ.get("JSCTL_SLURM_BASE", os.environ.get("SLURM_BASE", "/tmp/jsctl-slurm"))) / \
-    "etc" / "slurm.conf"
 
 # The launch contract: what every job sees, whatever runs it (docs/launch-contract.md).
 LAUNCH_NAMES = ("JOB_ID", "JETSTREAM_JOB_ID", "JETSTREAM_ADDRESS", "JETSTREAM_NNODES", "JETSTREAM_GPUS_PER_NODE",
@@ -37,17 +33,6 @@ DUMP = ("import json, os, sys; rank = os.environ.get('NODE_RANK') or os.environ.
         "open(os.environ['DUMP'] + '.' + rank, 'w'))")
 
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
-
-
-def wait_for(check: Callable[[], object], timeout: float, every: float = 0.3, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(every)
 
 
 def yaml_str(value: str) -> str:
@@ -175,19 +160,7 @@ class SlurmHarness(Harness):
 
     @staticmethod
     def unreachable() -> str | None:
-        conf = os.environ.get("SLURM_CONF") or (str(DEFAULT_SLURM_CONF) if DEFAULT_SLURM_CONF.exists() else None)
-        if shutil.which("sinfo") is None:
-            return "Slurm's commands are not installed (run: bash scripts/slurm-up.sh up)"
-        if not conf or not os.path.exists(conf):
-            return "SLURM_CONF is not set to a slurm.conf (run: bash scripts/slurm-up.sh up)"
-        os.environ["SLURM_CONF"] = conf
-        try:
-            res = subprocess.run(["sinfo", "-h", "-o", "%a"], capture_output=True, text=True, timeout=10)
-        except subprocess.TimeoutExpired:
-            return f"slurmctld of {conf} does not answer"
-        if res.returncode != 0:
-            return f"slurmctld of {conf} is not reachable: {res.stderr.strip()}"
-        return None
+        return slurmci.unreachable()
 
     def inventory(self) -> str:
         text = (SLURM_EXAMPLES / "jsctl.yaml").read_text(encoding="utf-8")

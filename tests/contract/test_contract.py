@@ -16,7 +16,6 @@ import secrets as pysecrets
 import time
 from pathlib import Path
 
-import pytest
 
 from contractkit import (INSTALLED, LAUNCH_NAMES, PET_NAMES, PROVIDERS, Harness, record, state, wait_for,
                          wait_record, write_job)

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Mapping
+from typing import Any
 
-from jsctl.model.artifact import Change, RenderedArtifact
+from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.catalog import Catalog
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
-from jsctl.model.status import LiveStatus
 from jsctl.providers.base import Provider, package_schema
 from jsctl.providers.local.request import LocalRunRequest
 from jsctl.render import launch

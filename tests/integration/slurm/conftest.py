@@ -9,28 +9,13 @@ import subprocess
 
 import pytest
 
-from slurmit import DEFAULT_CONF, EXAMPLES, inventory, wait_for
-
-
-def _unreachable() -> str | None:
-    conf = os.environ.get("SLURM_CONF") or (str(DEFAULT_CONF) if DEFAULT_CONF.exists() else None)
-    if shutil.which("sinfo") is None:
-        return "Slurm's commands are not installed (run: bash scripts/slurm-up.sh up)"
-    if not conf or not os.path.exists(conf):
-        return "SLURM_CONF is not set to a slurm.conf (run: bash scripts/slurm-up.sh up)"
-    os.environ["SLURM_CONF"] = conf
-    try:
-        res = subprocess.run(["sinfo", "-h", "-o", "%a"], capture_output=True, text=True, timeout=10)
-    except subprocess.TimeoutExpired:
-        return f"slurmctld of {conf} does not answer"
-    if res.returncode != 0:
-        return f"slurmctld of {conf} is not reachable: {res.stderr.strip()}"
-    return None
+from slurmci import unreachable
+from slurmit import EXAMPLES, inventory, wait_for
 
 
 @pytest.fixture(scope="session")
 def slurm() -> str:
-    reason = _unreachable()
+    reason = unreachable()
     if reason:
         if os.environ.get("JSCTL_REQUIRE_SLURM") == "1":
             pytest.fail(f"JSCTL_REQUIRE_SLURM=1 but {reason}")

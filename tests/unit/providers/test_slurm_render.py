@@ -13,7 +13,6 @@ import sys
 import pytest
 
 from jsctl.model.cluster import Facts
-from jsctl.model.status import LiveStatus
 from jsctl.providers.slurm import SlurmProvider
 from jsctl.providers.slurm.script import format_mem, parse_comment, pyxis_image
 from jsctl.providers.slurm.inventory import format_slurm_time, parse_slurm_time
@@ -352,7 +351,6 @@ def test_validate(tmp_path):
 def test_diff(tmp_path):
     provider = SlurmProvider()
     c = gpu_change(tmp_path)
-    ctx = _ctx(c)
     art = c.artifact
     assert provider.diff(art.to_dict(), art).action == "no-op"
     other = gpu_change(tmp_path, gpus=4)
