@@ -17,10 +17,10 @@ if TYPE_CHECKING:
 class ClusterStatus:
     """One cluster for `jsctl cluster status`: GPUs total, free and queued, and jsctl's jobs there.
 
-    A probe that reports `gpus_total`, `gpus_free` or `gpus_queued` is believed. Otherwise the total
-    is the sum of the cluster's bounded offers; free is that total minus the GPUs of jsctl's running
-    jobs there; queued is the GPUs of jsctl's pending jobs. A cluster whose every offer grows on
-    demand (no node limit) is elastic: it has no total.
+    GPUs free and queued are what the cluster's probe reports (the provider knows who else uses the
+    cluster; jsctl's own jobs are only part of it), else unknown. The total is the probe's, else the
+    sum of the cluster's bounded offers. A cluster whose every offer grows on demand (no node limit)
+    is elastic: it has no total.
     """
 
     cluster: str
@@ -68,10 +68,6 @@ def cluster_status(ws: Workspace, echo: Echo | None = None) -> tuple[ClusterStat
         if total is None and mine and all(o.max_nodes is not None for o in mine):
             total = sum(o.gpus_per_node * (o.max_nodes or 0) for o in mine)
         free, queued = data.get("gpus_free"), data.get("gpus_queued")
-        if free is None and total is not None:
-            free = max(total - sum(r.gpus for r in here if r.status.phase == "RUNNING"), 0)
-        if queued is None and total is not None:
-            queued = sum(r.gpus for r in here if r.status.phase == "PENDING")
         cc = costs.get(c.name)
         rows.append(ClusterStatus(c.name, c.provider, c.name in facts, bool(mine) and all(o.max_nodes is None
                                                                                           for o in mine),

@@ -31,9 +31,25 @@ class LocalClient(ProviderClient):
         return runs.run_dir(self.root, ident)
 
     def probe(self) -> Facts:
+        """This machine's size, and its worker slots: total, free, and asked for by pending runs
+        (every run under this workspace's runs directory; the machine's other users are not counted)."""
+        from jsctl.providers.local import max_workers
+
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+        total = max_workers(self.cluster)
+        busy = queued = 0
+        for name in os.listdir(self.root) if os.path.isdir(self.root) else ():
+            status = runs.read_json(os.path.join(self.root, name, runs.STATUS)) or {}
+            request = runs.read_json(os.path.join(self.root, name, runs.REQUEST)) or {}
+            workers = int(status.get("workers") or request.get("workers") or 0)
+            if status.get("phase") in ("RUNNING", "PAUSED"):
+                busy += workers
+            elif status.get("phase") == "PENDING":
+                queued += workers
         return Facts(self.cluster.name, {"cpus": os.cpu_count() or 1, "memory_bytes": memory,
-                                         "free_disk_bytes": shutil.disk_usage(self.workspace_dir).free})
+                                         "free_disk_bytes": shutil.disk_usage(self.workspace_dir).free,
+                                         "gpus_total": total, "gpus_free": max(total - busy, 0),
+                                         "gpus_queued": queued})
 
     def adopt(self, artifact: RenderedArtifact) -> JobHandle | None:
         directory = self._dir(artifact.job_id)

@@ -42,7 +42,7 @@ def test_budget_gate(ws):
     assert "$32.00/h, at most $768.00 for time_limit 24h" in out
 
 
-def test_cluster_status_counts_the_gpus_of_running_jobs_when_the_probe_does_not(ws):
+def test_cluster_status_counts_the_gpus_of_running_jobs(ws):
     (ws / "r.yaml").write_text(job_yaml("r", ["sleep", "30"], "compute:\n  resources:\n    gpu: {count: 2}\n"))
     assert run_cli("apply", "-f", "r.yaml", "--auto-approve")[0] == 0
     wait_phase("r", ("RUNNING",))
