@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from jsctl.config.workspace import Workspace
 from jsctl.errors import JsctlError, PlanError
-from jsctl.model.state import CostBasis, PastRun, RecordEvent, RecordStatus, State, StateRecord
+from jsctl.model.state import CostBasis, NotSubmitted, PastRun, RecordEvent, RecordStatus, State, StateRecord
 from jsctl.model.status import JobHandle, LiveStatus
 from jsctl.plan import dag
 from jsctl.plan.model import Plan, ResourceChange
@@ -99,11 +99,16 @@ class ApplyResult:
     changed: int = 0
     destroyed: int = 0
     skipped: dict[str, str] = field(default_factory=dict)  # address -> why it was not submitted
-    failed: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # address -> the engine's message
 
     @property
     def ok(self) -> bool:
         return not self.skipped and not self.failed
+
+    @property
+    def not_submitted(self) -> dict[str, str]:
+        """Every job this apply did not submit, and why (state keeps them: `jsctl status` shows them)."""
+        return {**{a: f"submit failed: {m}" for a, m in self.failed.items()}, **self.skipped}
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": "summary", "ok": self.ok, "added": self.added, "changed": self.changed,
@@ -164,6 +169,7 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
             clients.get(before.handle.cluster).cancel(before.handle)
             if c.action == "delete":
                 state.remove(c.address)
+                _forget_not_submitted(state, c.address)
                 store.write(state)
                 result.destroyed += 1
                 emit(Destroyed(c.address))
@@ -187,11 +193,13 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
             continue
         if c.address in blocked:
             result.skipped[c.address] = blocked[c.address]
+            _record_not_submitted(state, store, c, blocked[c.address])
             emit(Skipped(c.address, blocked[c.address]))
             continue
         upstream = _wait_for_upstream(c, state, store, clients, emit, poll_s)
         if isinstance(upstream, str):  # why it cannot be submitted
             result.skipped[c.address] = upstream
+            _record_not_submitted(state, store, c, upstream)
             emit(Skipped(c.address, upstream))
             for child in dag.descendants(edges, [c.address]):
                 blocked.setdefault(child, f"upstream {c.address} was not submitted")
@@ -205,6 +213,7 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
                 handle = client.submit(c.artifact, secrets, upstream)
         except JsctlError as exc:
             result.failed[c.address] = exc.message
+            _record_not_submitted(state, store, c, f"submit failed: {exc.message}")
             emit(SubmitFailed(c.address, exc.message))
             for child in dag.descendants(edges, [c.address]):
                 blocked.setdefault(child, f"upstream {c.address} failed to submit")
@@ -221,6 +230,23 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
         result.added += 1
         emit(Submitted(c.address, handle, c.job_id))
     return result
+
+
+def _record_not_submitted(state: State, store: StateStore, c: ResourceChange, reason: str) -> None:
+    """Keep in state that `c` was not submitted, and why: status shows it; the next plan creates it."""
+    state.mark_not_submitted(NotSubmitted(c.address, c.name, reason, time.time(), c.job_id,
+                                          int(c.generation) if c.generation else None, c.provider, c.cluster,
+                                          tuple(c.depends_on)))
+    store.write(state)
+
+
+def _forget_not_submitted(state: State, destroyed: str) -> None:
+    """A destroy also forgets the jobs of the same workflow that were never submitted (a plan cannot
+    name them: they are not resources)."""
+    workflow = destroyed.split(".job.", 1)[0] + ".job." if destroyed.startswith("workflow.") else None
+    for address, entry in list(state.unsubmitted().items()):
+        if destroyed in entry.depends_on or (workflow and address.startswith(workflow)):
+            state.not_submitted.pop(address, None)
 
 
 def _wait_for_upstream(c: ResourceChange, state: State, store: StateStore, clients: registry.Clients,

@@ -74,6 +74,12 @@ def _parse_line(line: str) -> dict[str, Any] | None:
     return rec if isinstance(rec, dict) and isinstance(rec.get("jetstream"), str) else None
 
 
+def is_metric_line(line: str) -> bool:
+    """Whether a log line is one of the runtime's metric lines (the ones ``parse_metrics`` reads);
+    ``jsctl logs`` hides them unless asked (``--metrics``)."""
+    return _parse_line(line) is not None
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from jsctl.api.live import Echo, observe, refresh, store_for
-from jsctl.model.state import State, StateRecord
+from jsctl.model.state import NotSubmitted, State, StateRecord
 from jsctl.model.status import JobHandle
 
 if TYPE_CHECKING:
@@ -50,10 +50,13 @@ class JobStatus:
 
 @dataclass(frozen=True)
 class JobDetail:
-    """Everything state knows about one job (`jsctl describe`), with its status as just observed."""
+    """Everything state knows about one job (`jsctl describe`), with its status as just observed.
+    A job apply did not submit has `not_submitted`, and a `record` only if an earlier run of it is in
+    state (a replace whose new run was not submitted)."""
 
     status: JobStatus
-    record: StateRecord
+    record: StateRecord | None
+    not_submitted: NotSubmitted | None = None
 
 
 @dataclass(frozen=True)
@@ -67,12 +70,14 @@ class Controlled:
 
 
 def find(state: State, ref: str) -> str:
-    """The address of the one job `ref` names (a name, address, job id or handle)."""
+    """The address of the one job `ref` names (a name, address, job id or handle); jobs apply did not
+    submit count too."""
     from jsctl.errors import UsageError
 
     matches = state.find(ref)
     if not matches:
-        known = ", ".join(sorted(r.name for r in state.records().values())) or "none"
+        known = ", ".join(sorted({r.name for r in state.records().values()} |
+                                 {n.name for n in state.unsubmitted().values()})) or "none"
         raise UsageError(f"no job {ref!r} in state (jobs: {known})")
     if len(matches) > 1:
         raise UsageError(f"{ref!r} matches several jobs: {', '.join(matches)}; use the full address")
@@ -88,21 +93,33 @@ def _job_status(record: StateRecord, now: float) -> JobStatus:
                      s.exit_code, s.restarts or 0, s.started_at, s.ended_at, record.submitted_at, spent)
 
 
+def _not_submitted_status(entry: NotSubmitted) -> JobStatus:
+    return JobStatus(entry.address, entry.name, entry.job_id, None, NotSubmitted.PHASE, None, entry.reason, None,
+                     0, None, None, None, None)
+
+
+def _row(state: State, address: str, now: float) -> JobStatus:
+    """A job's status row: NOT SUBMITTED when the last apply that planned it did not submit it (its
+    earlier run, if any, was stopped by that replace), else its record's status."""
+    entry = state.unsubmitted().get(address)
+    return _not_submitted_status(entry) if entry else _job_status(state.record(address), now)
+
+
 def status(ws: Workspace, job: str | None = None, echo: Echo | None = None) -> tuple[JobStatus, ...]:
-    """Every job in state (or the one named), refreshed from its engine first."""
+    """Every job in state (or the one named), refreshed from its engine first; jobs apply did not
+    submit too, with phase NOT SUBMITTED and the reason."""
     state = store_for(ws).read()
-    addresses = [find(state, job)] if job else sorted(state.resources)
+    addresses = [find(state, job)] if job else sorted(set(state.resources) | set(state.not_submitted))
     seen = observe(ws, state, refresh(ws, state, echo))
     now = time.time()
-    return tuple(_job_status(seen.record(a), now) for a in addresses)
+    return tuple(_row(seen, a, now) for a in addresses)
 
 
 def describe(ws: Workspace, job: str, echo: Echo | None = None) -> JobDetail:
     state = store_for(ws).read()
     address = find(state, job)
     seen = observe(ws, state, refresh(ws, state, echo))
-    record = seen.record(address)
-    return JobDetail(_job_status(record, time.time()), record)
+    return JobDetail(_row(seen, address, time.time()), seen.record(address), seen.unsubmitted().get(address))
 
 
 def _target(ws: Workspace, job: str) -> tuple[str, StateRecord, ProviderClient, JobHandle]:
@@ -112,6 +129,10 @@ def _target(ws: Workspace, job: str) -> tuple[str, StateRecord, ProviderClient, 
     state = store_for(ws).read()
     address = find(state, job)
     record = state.record(address)
+    entry = state.unsubmitted().get(address)
+    if record is None and entry is not None:
+        raise UsageError(f"{address} was not submitted: {entry.reason}",
+                         hint="fix the cause and run jsctl apply again: the next plan creates it")
     if record.handle is None:
         raise UsageError(f"{address} has no job handle in state (it was never submitted)")
     return address, record, Clients(ws).get(record.handle.cluster), record.handle

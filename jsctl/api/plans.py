@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from jsctl.api.live import Echo, open_workspace, probe, refresh, store_for
+from jsctl.api.live import Echo, open_workspace, store_for, survey
 from jsctl.config.diagnostics import Diagnostic, has_errors
 from jsctl.model.spec import JobSpec
-from jsctl.config.variables import Variables, collect
+from jsctl.config.variables import Variables, collect, unused
 from jsctl.plan.resolve import Sources, load_sources, output_paths, resolve_job
 
 if TYPE_CHECKING:
@@ -38,7 +38,8 @@ def validate(paths: Sequence[str], vars: Variables | None = None) -> Validation:
 
     vars = vars or Variables({})
     names = runtime_names()  # what the installed providers' engines set when a job runs
-    sources, diags = load_sources(paths, vars, names)
+    sources, diags = load_sources(paths, vars, names, templates=True)
+    diags.extend(unused(vars, sources.texts().values(), names))  # -v NAME=... that no file uses
     specs: dict[str, JobSpec] = {}
     upstream: dict[str, dict[str, str]] = {}
     for source in sources.jobs:
@@ -53,28 +54,41 @@ def validate(paths: Sequence[str], vars: Variables | None = None) -> Validation:
 
 def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | None = None,
          targets: Sequence[str] = (), destroy: bool = False, echo: Echo | None = None, state: State | None = None,
-         duration_s: int | None = None, max_cost: float | None = None) -> Plan:
-    """Refresh, then plan: what apply would do for these files against state."""
+         duration_s: int | None = None, max_cost: float | None = None, refresh: bool = True,
+         probe_timeout_s: float | None = None) -> Plan:
+    """Refresh, then plan: what apply would do for these files against state. Every cluster is
+    probed and refreshed at once, each given `probe_timeout_s` (live.probe_timeout()) to answer;
+    `refresh=False` asks no cluster: the plan is made from state and the inventory alone."""
     import os
 
-    from jsctl.errors import ConfigError
+    from jsctl.errors import ConfigError, PlanError
     from jsctl.plan.planner import PlanInputs, make_plan, runtime_names
 
     ws = ws or open_workspace()
     store = store_for(ws)
     state = state if state is not None else store.read()
     sources, diags = load_sources(paths, vars or Variables({}), runtime_names())
+    unused_vars = unused(vars or Variables({}), sources.texts().values(), runtime_names())
     if has_errors(diags):
-        exc = ConfigError(diags)
+        exc = ConfigError(diags + unused_vars)
         exc.sources = sources.texts()
         raise exc
-    live = refresh(ws, state, echo)
-    facts = probe(ws, echo)
+    if echo and unused_vars:
+        from jsctl.config.diagnostics import format_text
+
+        echo(format_text(unused_vars))
     counts: dict[str, int] = {}
     for record in state.records().values():
         counts[record.cluster or "?"] = counts.get(record.cluster or "?", 0) + 1
-    refreshed = "Refreshing state... " + (", ".join(f"{n} job{'s' if n != 1 else ''} on {c}"
-                                                    for c, n in sorted(counts.items())) or "no jobs in state")
+    said: list[str] = []  # clusters that did not answer: in the plan's warnings (text, markdown, JSON)
+    if refresh:
+        live, facts = survey(ws, state, said.append, probe_timeout_s)
+        refreshed = "Refreshing state... " + (", ".join(f"{n} job{'s' if n != 1 else ''} on {c}"
+                                                        for c, n in sorted(counts.items())) or "no jobs in state")
+    else:
+        live, facts = {}, {}
+        refreshed = ("Not refreshing (--refresh=false): planned from state and the inventory alone; no cluster "
+                     "was asked for live job status or its partitions and nodes.")
     try:
         from jsctl.plan import catalog
 
@@ -82,12 +96,31 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | No
                                       os.path.exists(store.path), tuple(paths), catalog.load(ws.catalog),
                                       duration_s, max_cost))
     except ConfigError as exc:
+        _say(echo, said)
         exc.sources = sources.texts()
         raise
+    except PlanError as exc:  # what could be planned rides along, for the documents CI posts (issue 10)
+        _say(echo, said)
+        if getattr(exc, "plan", None) is not None:
+            exc.plan = _finish(exc.plan, facts, refreshed, refresh, said)
+        raise
+    return _finish(result, facts, refreshed, refresh, said)
+
+
+def _say(echo: Echo | None, said: list[str]) -> None:
+    """No plan to carry them: the clusters that did not answer go to `echo` (stderr)."""
+    for line in said:
+        if echo:
+            echo(line)
+
+
+def _finish(result: Plan, facts: dict, refreshed: str, refresh: bool, said: Sequence[str] = ()) -> Plan:
+    """The plan with its header line, the clusters that did not answer, and the probes' warnings."""
     from dataclasses import replace
 
-    warnings = tuple(f"{name}: {w}" for name, f in sorted(facts.items()) for w in f.warnings)
-    return replace(result, refreshed=refreshed, warnings=result.warnings + warnings)
+    warnings = tuple(w.removeprefix("Warning: ") for w in said)
+    warnings += tuple(f"{name}: {w}" for name, f in sorted(facts.items()) for w in f.warnings)
+    return replace(result, refreshed=refreshed, warnings=result.warnings + warnings, refresh=refresh)
 
 
 def check_remote(the_plan: Plan, ws: Workspace) -> Plan:

@@ -5,7 +5,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from jsctl.api.live import Echo, observe, probe, refresh, store_for
+from jsctl.api.live import Echo, observe, refresh, store_for, survey
 
 if TYPE_CHECKING:
     from jsctl.config.workspace import Workspace
@@ -54,8 +54,8 @@ def cluster_status(ws: Workspace, echo: Echo | None = None) -> tuple[ClusterStat
     from jsctl.plan.report import cluster_costs
 
     state = store_for(ws).read()
-    state = observe(ws, state, refresh(ws, state, echo))
-    facts = probe(ws, echo)
+    live, facts = survey(ws, state, echo)  # every cluster at once; one warning for one that does not answer
+    state = observe(ws, state, live)
     found = offers(ws, facts)
     records = state.records()
     costs = cluster_costs(records, time.time())

@@ -1,6 +1,7 @@
 """The `jsctl` command line: thin click commands over jsctl.api; one error handler for all."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -26,9 +27,30 @@ Examples:
 """
 
 
+CLOSED_PIPE_EXIT = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
+
+
+def closed_pipe() -> None:
+    """Standard output's reader is gone (`jsctl describe JOB | head`): a normal end, not an error.
+    Whatever is still buffered is dropped quietly (stdout now writes to /dev/null, so Python's own
+    flush at exit cannot complain either)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test runner's buffer)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 class JsctlGroup(click.Group):
     """Maps JsctlError to its exit code and a readable message; tracebacks only with --debug. Usage
-    errors (click's own too) exit 1, as every error does: 2 is "changes present" for --detailed-exitcode."""
+    errors (click's own too) exit 1, as every error does: 2 is "changes present" for --detailed-exitcode.
+    A closed standard output (`| head`) ends any command quietly with exit 141, as it ends other
+    command-line tools (SIGPIPE): never 0, which would claim a cut-off command finished (and, with
+    --detailed-exitcode, that there are no changes)."""
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
@@ -37,6 +59,9 @@ class JsctlGroup(click.Group):
         except click.UsageError as exc:
             exc.exit_code = 1
             raise
+        except BrokenPipeError:  # --help, --version
+            closed_pipe()
+            raise click.exceptions.Exit(CLOSED_PIPE_EXIT) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -52,6 +77,9 @@ class JsctlGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("Interrupted.", err=True)
             ctx.exit(130)
+        except BrokenPipeError:
+            closed_pipe()
+            ctx.exit(CLOSED_PIPE_EXIT)
         except Exception as exc:  # a bug in jsctl: say so plainly
             if (ctx.obj or {}).get("debug"):
                 raise
@@ -106,7 +134,14 @@ _register()
 
 
 def main(argv: list[str] | None = None, standalone_mode: bool = True) -> Any:
-    return cli.main(args=argv, prog_name="jsctl", standalone_mode=standalone_mode)
+    try:
+        try:
+            return cli.main(args=argv, prog_name="jsctl", standalone_mode=standalone_mode)
+        finally:  # what is still buffered, while a closed pipe can be handled here (not at interpreter exit)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        closed_pipe()
+        sys.exit(CLOSED_PIPE_EXIT)
 
 
 if __name__ == "__main__":

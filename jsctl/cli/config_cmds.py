@@ -7,6 +7,7 @@ import sys
 import click
 
 from jsctl import JSON_FORMAT_VERSION
+from jsctl.cli.common import FilesCommand, files_option, input_files, recursive_option
 from jsctl.errors import ConfigError
 
 var_option = click.option("-v", "--var", "cli_vars", multiple=True, metavar="NAME=VALUE",
@@ -28,7 +29,7 @@ def load_validated(paths: tuple[str, ...], cli_vars: tuple[str, ...], var_files:
         exc = ConfigError(result.diagnostics)
         exc.sources = result.sources.texts()
         raise exc
-    warnings = [d for d in result.diagnostics if d.severity == "warning"]
+    warnings = [d for d in result.diagnostics if d.severity in ("warning", "note")]
     if warnings and not as_json:
         from jsctl.config.diagnostics import format_text
 
@@ -36,21 +37,28 @@ def load_validated(paths: tuple[str, ...], cli_vars: tuple[str, ...], var_files:
     return result
 
 
-@click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.command(cls=FilesCommand)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@files_option
+@recursive_option
 @var_option
 @var_file_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="json: diagnostics as JSON for CI annotations.")
 @click.pass_context
-def validate(ctx: click.Context, files: tuple[str, ...], cli_vars: tuple[str, ...], var_files: tuple[str, ...],
-             fmt: str) -> None:
-    """Check job and workflow files (a workflow checks every job it names).
+def validate(ctx: click.Context, paths: tuple[str, ...], files: tuple[str, ...], cli_vars: tuple[str, ...],
+             var_files: tuple[str, ...], fmt: str) -> None:
+    """Check job and workflow files, or the directories holding them (a workflow checks every job it
+    names; a job file that uses {{jobs.X.outputs.Y}} is checked as a template unless its workflow is given).
 
-    Example: jsctl validate examples/finetune-llama.yaml
+    Example: jsctl validate examples/   (or examples/*.yaml, or -f examples/)
     """
     ctx.obj["json_errors"] = fmt == "json"
-    result = load_validated(files, cli_vars, var_files, as_json=fmt == "json")
+    if not paths and not files:
+        from jsctl.errors import UsageError
+
+        raise UsageError("validate needs at least one PATH (a file or a directory)")
+    result = load_validated(tuple(input_files(paths + files)), cli_vars, var_files, as_json=fmt == "json")
     if fmt == "json":
         from jsctl.config.diagnostics import format_json
 
@@ -103,8 +111,9 @@ def fmt(files: tuple[str, ...], check: bool, show_diff: bool) -> None:
         click.echo(f"{len(files)} file{'s' if len(files) != 1 else ''} already formatted.")
 
 
-@click.command()
-@click.option("-f", "--file", "files", multiple=True, required=True, type=click.Path(), help="Workflow file.")
+@click.command(cls=FilesCommand)
+@files_option
+@recursive_option
 @var_option
 @var_file_option
 @click.option("--format", "fmt", type=click.Choice(["text", "dot", "json"]), default="text", show_default=True)
@@ -115,7 +124,11 @@ def graph(files: tuple[str, ...], cli_vars: tuple[str, ...], var_files: tuple[st
     """
     from jsctl.plan import dag
 
-    result = load_validated(files, cli_vars, var_files)
+    if not files:
+        from jsctl.errors import UsageError
+
+        raise UsageError("graph needs at least one -f FILE (a workflow, or a directory holding one)")
+    result = load_validated(tuple(input_files(files)), cli_vars, var_files)
     sources = result.sources
     edges = sources.edges()
     layers = dag.layers(edges)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 
 import click
@@ -67,17 +66,28 @@ def describe(job, workspace_file) -> None:
 
     detail = api.describe(api.open_workspace(workspace_file), job, echo_err)
     record, row = detail.record, detail.status
+    when = lambda t: time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) if t else "—"  # noqa: E731
+    if detail.not_submitted is not None:
+        entry = detail.not_submitted
+        click.echo(f"Job:        {entry.address}\nID:         {entry.job_id} (generation {entry.generation}, "
+                   f"planned)\nPhase:      {row.phase}\nReason:     {entry.reason}\n"
+                   f"When:       {when(entry.time)}\nCluster:    {entry.cluster} ({entry.provider})")
+        if entry.depends_on:
+            click.echo(f"Depends on: {', '.join(entry.depends_on)}")
+        if record is None:
+            click.echo("The next jsctl apply plans it as a create.")
+            return
+        click.echo("The next jsctl apply plans it again (a replace of its earlier run).\n\n"
+                   "Its earlier run, still in state:")
+        row = record.status  # the same fields as a status row, for the lines below
     click.echo(f"Job:        {record.address}\nID:         {record.job_id} (generation {record.generation})")
     click.echo(f"Handle:     {record.handle}")
     click.echo(f"Phase:      {row.phase} (engine: {row.engine_state})" +
                (f"\nReason:     {row.reason}" if row.reason else ""))
-    click.echo(f"Exit code:  {row.exit_code}   Restarts: {row.restarts}")
-    when = lambda t: time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) if t else "—"  # noqa: E731
+    click.echo(f"Exit code:  {row.exit_code}   Restarts: {row.restarts or 0}")
     click.echo(f"Submitted:  {when(record.submitted_at)}   Started: {when(row.started_at)}   "
                f"Ended: {when(row.ended_at)}")
-    p = record.placement or {}
-    click.echo(f"Placement:  {p.get('cluster')} / {p.get('pool')} : {p.get('nodes')} × {p.get('gpus_per_node')} "
-               f"{p.get('gpu_type') or 'cpu'}")
+    click.echo(f"Placement:  {_placement_text(record.placement or {})}")
     if record.strategy:
         click.echo(f"Strategy:   {json.dumps(record.strategy, sort_keys=True)}")
     for name, path in record.outputs.items():
@@ -92,24 +102,41 @@ def describe(job, workspace_file) -> None:
     click.echo("Spec:\n" + json.dumps(record.spec, indent=2))
 
 
+def _placement_text(p: dict) -> str:
+    """The placement as the plan writes it ("hpc / gpu : 4 nodes × 8 a100-80gb", "… : 1 node, CPU only")."""
+    from jsctl.model.job import Placement
+
+    try:
+        placement = Placement.from_dict(p)
+    except TypeError:  # a record from an older jsctl, missing fields
+        placement = None
+    if placement is None:
+        return f"{p.get('cluster')} / {p.get('pool')}" if p else "—"
+    text = placement.describe()
+    if not placement.gpus_per_node and placement.cpus_per_task:
+        text += f", {placement.cpus_per_task} CPU{'s' if placement.cpus_per_task != 1 else ''}"
+    return text
+
+
 @click.command()
 @click.argument("job")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the job ends.")
 @click.option("--tail", type=int, default=None, help="Only the last N lines.")
 @click.option("--node", default=None, help="One node's log (Slurm: a hostname or node index).")
+@click.option("--metrics", "show_metrics", is_flag=True,
+              help="Also print the runtime's JSON metric lines (hidden by default; jsctl metrics reads them).")
 @workspace_option
-def logs(job, follow, tail, node, workspace_file) -> None:
-    """Print a job's log (all nodes, or one with --node).
+def logs(job, follow, tail, node, show_metrics, workspace_file) -> None:
+    """Print a job's log (all nodes, or one with --node), without the runtime's metric lines.
 
     Example: jsctl logs -f --tail 100 quickstart
     """
     from jsctl import api
+    from jsctl.metrics import is_metric_line
 
-    try:
-        for line in api.logs(api.open_workspace(workspace_file), job, node, follow, tail):
+    for line in api.logs(api.open_workspace(workspace_file), job, node, follow, tail):
+        if show_metrics or not is_metric_line(line):
             click.echo(line, nl=False)
-    except BrokenPipeError:
-        sys.exit(0)
 
 
 def _control_command(name: str, doc: str):

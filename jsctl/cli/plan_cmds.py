@@ -6,21 +6,26 @@ import sys
 
 import click
 
-from jsctl.cli.common import (confirm, echo_err, lock_seconds, lock_timeout_option, on_lock_wait,
-                              workspace_option)
+from jsctl.cli.common import (FilesCommand, confirm, echo_err, files_option, input_files, lock_seconds,
+                              lock_timeout_option, on_lock_wait, recursive_option, workspace_option)
 from jsctl.cli.config_cmds import var_file_option, var_option
 from jsctl.errors import UsageError
 
-files_option = click.option("-f", "--file", "files", multiple=True, type=click.Path(),
-                            help="Job or workflow file (repeatable).")
 target_option = click.option("--target", "targets", multiple=True, metavar="ADDR",
                              help="Plan only this address (and nothing else); repeatable.")
+refresh_option = click.option("--refresh", type=click.BOOL, default=True, show_default=True, metavar="BOOL",
+                              help="--refresh=false: plan from state and the inventory alone; ask no cluster for "
+                                   "live status or its partitions and nodes.")
+probe_timeout_option = click.option("--probe-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+                                    metavar="SECONDS",
+                                    help="How long each cluster has to answer the refresh and probe before the plan "
+                                         "goes on without it (default: $JSCTL_PROBE_TIMEOUT, else 5).")
 
 
 def changing_options(command):
     """The options of the verbs that change what is live (apply, destroy)."""
-    for option in reversed((files_option, var_option, var_file_option, target_option,
-                            click.option("--auto-approve", is_flag=True, help="Do not ask for approval."),
+    for option in reversed((files_option, recursive_option, var_option, var_file_option, target_option, refresh_option,
+                            probe_timeout_option, click.option("--auto-approve", is_flag=True, help="Do not ask for approval."),
                             click.option("--json", "as_json", is_flag=True,
                                          help="Stream what is done as JSON lines for CI (docs/apply-json.md); "
                                               "needs --auto-approve or a saved plan."),
@@ -35,15 +40,57 @@ def _variables(cli_vars, var_files):
 
     variables, diags = api.variables(cli_vars, var_files)
     if diags:
-        raise ConfigError(diags)
+        exc = ConfigError(diags)
+        exc.sources = _texts(var_files)  # quote the var file's line under the message
+        raise exc
     return variables
 
 
-@click.command()
+def _texts(paths) -> dict[str, str]:
+    texts = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                texts[path] = fh.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
+
+
+def _error_document(command):
+    """Over budget or with no feasible placement, `--json` and `--format markdown` still print their
+    document (the error in it, and whatever could be planned) for CI to post; the exit code stays 1."""
+    import functools
+
+    @functools.wraps(command)
+    def run(*args, **kwargs):
+        from jsctl.errors import PlanError
+
+        try:
+            return command(*args, **kwargs)
+        except PlanError as exc:
+            from jsctl.plan import output
+
+            failed = getattr(exc, "plan", None)
+            if kwargs.get("as_json") or kwargs.get("fmt") == "json":
+                doc = output.failed_json([exc], failed, kwargs.get("files") or ())
+                click.echo(json.dumps(doc, indent=2, sort_keys=True))
+            elif kwargs.get("fmt") == "markdown":
+                click.echo(output.render_markdown(failed, [exc]))
+            raise
+
+    return run
+
+
+@click.command(cls=FilesCommand)
+@_error_document
 @files_option
+@recursive_option
 @var_option
 @var_file_option
 @target_option
+@refresh_option
+@probe_timeout_option
 @click.option("-out", "--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `jsctl apply FILE`.")
 @click.option("--json", "as_json", is_flag=True, help="The plan as versioned JSON (docs/plan-json.md).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
@@ -56,7 +103,7 @@ def _variables(cli_vars, var_files):
 @click.option("--check-remote", is_flag=True,
               help="Ask each scheduler whether and when it would start the jobs (Slurm: sbatch --test-only).")
 @workspace_option
-def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitcode, destroy, show_artifacts,
+def plan(files, cli_vars, var_files, targets, refresh, probe_timeout, out, as_json, fmt, detailed_exitcode, destroy, show_artifacts,
          max_cost, duration, check_remote, workspace_file) -> None:
     """Show what apply would do: placement, strategy, cost, artifacts, as a diff against state.
 
@@ -68,8 +115,9 @@ def plan(files, cli_vars, var_files, targets, out, as_json, fmt, detailed_exitco
     if not files:
         raise UsageError("plan needs at least one -f FILE")
     ws = api.open_workspace(workspace_file)
-    the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, destroy, echo=echo_err,
-                        duration_s=_seconds(duration, "--duration"), max_cost=max_cost)
+    the_plan = api.plan(input_files(files), _variables(cli_vars, var_files), ws, targets, destroy, echo=echo_err,
+                        duration_s=_seconds(duration, "--duration"), max_cost=max_cost, refresh=refresh,
+                        probe_timeout_s=probe_timeout)
     if check_remote:
         the_plan = api.check_remote(the_plan, ws)
     if as_json or fmt == "json":
@@ -134,12 +182,23 @@ def _run_apply(ws, the_plan, auto_approve: bool, question: str, done: str, as_js
     if as_json:
         _json_line({**result.to_dict(), "format_version": JSON_FORMAT_VERSION})
     else:
-        click.echo(f"\n{done} Resources: {result.added} added, {result.changed} changed, "
-                   f"{result.destroyed} destroyed.")
+        click.echo("\n" + summary_text(result, done.split()[0]))
     if not result.ok:
-        for address, why in {**result.failed, **result.skipped}.items():
-            echo_err(f"Error: {address}: {why}")
+        n = len(result.not_submitted)
+        echo_err(f"Error: {n} job{'s were' if n > 1 else ' was'} not submitted ({', '.join(result.not_submitted)}); "
+                 "jsctl status shows why. Fix the cause and apply again: the next plan includes "
+                 f"{'them' if n > 1 else 'it'} again.")
         sys.exit(1)
+
+
+def summary_text(result, verb: str = "Apply") -> str:
+    """The last line of apply or destroy: what was done and, when incomplete, what was not and why."""
+    done = f"Resources: {result.added} added, {result.changed} changed, {result.destroyed} destroyed"
+    if result.ok:
+        return f"{verb} complete! {done}."
+    missed = result.not_submitted
+    return (f"{verb} incomplete! {done}; {len(missed)} not submitted ("
+            + "; ".join(f"{address}: {why}" for address, why in missed.items()) + ").")
 
 
 def _json_needs_approval(as_json: bool, auto_approve: bool) -> None:
@@ -148,10 +207,10 @@ def _json_needs_approval(as_json: bool, auto_approve: bool) -> None:
                          hint="in CI: jsctl plan -out plan.json, review it, then jsctl apply --json plan.json")
 
 
-@click.command()
+@click.command(cls=FilesCommand)
 @click.argument("planfile", required=False, type=click.Path(dir_okay=False))
 @changing_options
-def apply(planfile, files, cli_vars, var_files, targets, auto_approve, as_json, lock_timeout, workspace_file) -> None:
+def apply(planfile, files, cli_vars, var_files, targets, refresh, probe_timeout, auto_approve, as_json, lock_timeout, workspace_file) -> None:
     """Submit jobs: apply a saved plan exactly, or plan FILEs and apply after approval.
 
     Example: jsctl apply -f examples/quickstart.yaml --auto-approve
@@ -175,14 +234,15 @@ def apply(planfile, files, cli_vars, var_files, targets, auto_approve, as_json, 
                 show("No changes. Nothing to apply.")
             _run_apply(ws, the_plan, True, "", "Apply complete!", as_json)
             return
-        the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, echo=echo_err)
+        the_plan = api.plan(input_files(files), _variables(cli_vars, var_files), ws, targets, echo=echo_err,
+                            refresh=refresh, probe_timeout_s=probe_timeout)
         show(output.render_text(the_plan))
         _run_apply(ws, the_plan, auto_approve, "Do you want to perform these actions?", "Apply complete!", as_json)
 
 
-@click.command()
+@click.command(cls=FilesCommand)
 @changing_options
-def destroy(files, cli_vars, var_files, targets, auto_approve, as_json, lock_timeout, workspace_file) -> None:
+def destroy(files, cli_vars, var_files, targets, refresh, probe_timeout, auto_approve, as_json, lock_timeout, workspace_file) -> None:
     """Stop and forget every job of these files.
 
     Example: jsctl destroy -f examples/quickstart.yaml --auto-approve
@@ -196,7 +256,8 @@ def destroy(files, cli_vars, var_files, targets, auto_approve, as_json, lock_tim
     ws = api.open_workspace(workspace_file)
     store = api.store_for(ws)
     with store.locked("destroy", lock_seconds(lock_timeout), on_lock_wait):
-        the_plan = api.plan(list(files), _variables(cli_vars, var_files), ws, targets, destroy=True, echo=echo_err)
+        the_plan = api.plan(input_files(files), _variables(cli_vars, var_files), ws, targets, destroy=True, echo=echo_err,
+                            refresh=refresh, probe_timeout_s=probe_timeout)
         (echo_err if as_json else click.echo)(output.render_text(the_plan))
         _run_apply(ws, the_plan, auto_approve, "Do you really want to destroy these jobs?", "Destroy complete!",
                    as_json)

@@ -11,7 +11,7 @@ from jsctl import JSON_FORMAT_VERSION
 
 @dataclass(frozen=True)
 class Diagnostic:
-    severity: str  # "error" | "warning"
+    severity: str  # "error" | "warning" | "note"
     code: str
     message: str
     file: str
@@ -62,6 +62,12 @@ def show_value(value: object) -> str:
     return str(value)
 
 
+def note(code: str, message: str, file: str, line: int = 0, col: int = 0,
+         hint: str | None = None) -> Diagnostic:
+    """Information, not a problem: printed, never fails a command."""
+    return Diagnostic("note", code, message, file, line, col, hint)
+
+
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity == "error" for d in diagnostics)
 
@@ -87,7 +93,7 @@ def format_text(diagnostics: Sequence[Diagnostic], sources: dict[str, str] | Non
         if d.hint:
             out.append(f"    hint: {d.hint}")
     errors = sum(1 for d in diagnostics if d.severity == "error")
-    warnings = len(diagnostics) - errors
+    warnings = sum(1 for d in diagnostics if d.severity == "warning")
     files = len({d.file for d in diagnostics if d.severity == "error"})
     if errors:
         out.append(f"{errors} error{'s' if errors != 1 else ''} in {files} file{'s' if files != 1 else ''}."

@@ -10,7 +10,7 @@ import datetime
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from jsctl.config.diagnostics import Diagnostic, error, show_value
 
@@ -88,6 +88,57 @@ def read_text(path: str) -> tuple[str | None, list[Diagnostic]]:
     return text, []
 
 
+YAML_SUFFIXES = (".yaml", ".yml")
+SKIPPED_IN_DIRECTORIES = ("jsctl.yaml",)  # the workspace file lives beside the jobs; it is not one
+
+
+def find_files(paths: Iterable[str], recursive: bool = False) -> tuple[list[str], list[Diagnostic]]:
+    """Files and directories as given on the command line → the files to load, each once, in order.
+
+    A directory stands for its `*.yaml`/`*.yml` files (sorted; hidden ones and the workspace file
+    `jsctl.yaml` left out), and with `recursive` for those of the directories below it too, as
+    `kubectl apply -f DIR [-R]` does. A path that does not exist, or a directory without such files,
+    is an error."""
+    files: list[str] = []
+    diags: list[Diagnostic] = []
+    seen: set[str] = set()
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            files.append(path)
+
+    for path in paths:
+        if os.path.isdir(path):
+            found = _yaml_in(path, recursive)
+            if found:
+                for f in found:
+                    add(f)
+                continue
+            below = not recursive and bool(_yaml_in(path, True))
+            diags.append(error("E006", "directory holds no .yaml or .yml files"
+                               + (" (only the directories below it do)" if below else ""), path,
+                               hint="pass -R to include the directories below it" if below else
+                               "give job or workflow files, or a directory that holds them"))
+        elif os.path.exists(path):
+            add(path)
+        else:
+            hint = ("the shell found no file for this pattern" if any(c in path for c in "*?[") else
+                    "check the path; it is relative to the current directory")
+            diags.append(error("E001", "no such file or directory", path, hint=hint))
+    return files, diags
+
+
+def _yaml_in(directory: str, recursive: bool) -> list[str]:
+    out: list[str] = []
+    for root, dirs, names in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
+        out.extend(os.path.normpath(os.path.join(root, n)) for n in sorted(names)
+                   if n.endswith(YAML_SUFFIXES) and not n.startswith(".") and n not in SKIPPED_IN_DIRECTORIES)
+    return out
+
+
 def _tab_diagnostics(path: str, text: str) -> list[Diagnostic]:
     found = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -121,7 +172,10 @@ def load_text(path: str, text: str) -> tuple[Document | None, list[Diagnostic]]:
         problem = (exc.problem or exc.context or "invalid YAML").strip()
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         if "duplicate key" in (exc.problem or "") or type(exc).__name__ == "DuplicateKeyError":
-            return None, [error("E015", _duplicate_key_message(exc), path, line, col)]
+            return None, [_duplicate_key(path, text, exc, line, col)]
+        unclosed = _unclosed(path, exc)
+        if unclosed is not None:
+            return None, [unclosed]
         return None, [error("E010", f"YAML syntax error: {problem}", path, line, col)]
     except YAMLError as exc:
         return None, [error("E010", f"YAML syntax error: {exc}", path, 1, 1)]
@@ -142,10 +196,66 @@ def load_text(path: str, text: str) -> tuple[Document | None, list[Diagnostic]]:
     return doc, diags
 
 
-def _duplicate_key_message(exc: Any) -> str:
+def _duplicate_key(path: str, text: str, exc: Any, line: int, col: int) -> Diagnostic:
+    """At the duplicate key, naming where the first one is (ruamel only knows the mapping's start)."""
     m = re.search(r'found duplicate key "([^"]*)"', str(exc))
-    first = f" (first at line {exc.context_mark.line + 1})" if getattr(exc, "context_mark", None) else ""
-    return (f"duplicate key '{m.group(1)}'" if m else "duplicate key") + first
+    if not m:
+        return error("E015", "duplicate key", path, line, col)
+    key = m.group(1)
+    first = _first_key(text, exc.context_mark, key) if getattr(exc, "context_mark", None) else None
+    where = f" (first at line {first.line}, column {first.col})" if first else ""
+    return error("E015", f"duplicate key '{key}'{where}", path, line, col, length=len(key),
+                 hint="a key may appear once in a mapping; remove or rename one of them")
+
+
+def _first_key(text: str, mapping_mark: Any, key: str) -> Position | None:
+    """Where `key` first appears in the mapping that starts at `mapping_mark` (composed, not constructed,
+    so duplicates and aliases cost nothing)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.nodes import MappingNode, SequenceNode
+
+    try:
+        root = YAML(typ="rt").compose(text)
+    except Exception:  # noqa: BLE001 - best effort: the message still names the duplicate
+        return None
+    todo, seen = [root], set()
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            start = node.start_mark
+            if (start.line, start.column) == (mapping_mark.line, mapping_mark.column):
+                for k, _ in node.value:
+                    if getattr(k, "value", None) == key:
+                        return Position(k.start_mark.line + 1, k.start_mark.column + 1, len(key))
+            todo.extend(v for pair in node.value for v in pair)
+        elif isinstance(node, SequenceNode):
+            todo.extend(node.value)
+    return None
+
+
+OPENERS = {"flow sequence": "[", "flow mapping": "{"}
+
+
+def _unclosed(path: str, exc: Any) -> Diagnostic | None:
+    """An unclosed `[`, `{` or quote: reported where it opens, saying where the parser gave up."""
+    context, start, stop = exc.context or "", exc.context_mark, exc.problem_mark
+    if start is None or stop is None:
+        return None
+    opener = next((o for what, o in OPENERS.items() if what in context), None)
+    if opener is None and "quoted scalar" in context:
+        opener = "quote"
+    if opener is None:
+        return None
+    problem = (exc.problem or "").strip()
+    gave_up = ("the file ends first" if "stream end" in problem or "end of stream" in problem else
+               f"the parser gave up at line {stop.line + 1}, column {stop.column + 1}: {problem}")
+    closer = {"[": "']'", "{": "'}'", "quote": "the closing quote"}[opener]
+    what = "quoted string" if opener == "quote" else f"'{opener}'"
+    return error("E010", f"YAML syntax error: {what} opened here is never closed ({gave_up})", path,
+                 start.line + 1, start.column + 1, hint=f"close it with {closer}")
 
 
 def _expanded_size(node: Any, memo: dict[int, int]) -> int:

@@ -83,6 +83,32 @@ def load(path: str | None = None, providers: Mapping[str, SchemaSource] | None =
                      tuple(data.get("prefer") or ()))
 
 
+def jsctl_extras() -> list[str]:
+    """The extras the installed jsctl distribution declares (its metadata's Provides-Extra)."""
+    from importlib.metadata import PackageNotFoundError, metadata
+
+    try:
+        return sorted(metadata("jsctl").get_all("Provides-Extra") or [])
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return []
+
+
+def provider_install_hint(name: str, installed: list[str]) -> str:
+    """How to get a provider that is not installed: the installed ones, an extra of jsctl only if one
+    by that name (or its first word: 'aws' for 'aws-batch') exists, else how a provider package is
+    found (the 'jsctl.providers' entry-point group)."""
+    extras = jsctl_extras()
+    head = name.replace("_", "-").split("-", 1)[0]
+    extra = next((e for e in (name, head) if e in extras), None)
+    text = "installed providers: " + (", ".join(installed) or "none")
+    if extra:
+        return text + f"; if '{name}' is a provider of jsctl's '{extra}' extra: pip install 'jsctl[{extra}]'"
+    have = f"jsctl's extras ({', '.join(extras)}) bring" if extras else "jsctl has no extras that bring"
+    return (text + f"; {have} no provider '{name}': a provider is a package that registers itself in the "
+            "'jsctl.providers' entry-point group; install that package into this environment "
+            "(docs/providers.md)")
+
+
 def check_clusters(doc: Document, providers: Mapping[str, SchemaSource]) -> list[Diagnostic]:
     """Each cluster's provider is installed and its settings pass the provider's schema (positioned)."""
     from jsonschema.exceptions import SchemaError
@@ -94,9 +120,7 @@ def check_clusters(doc: Document, providers: Mapping[str, SchemaSource]) -> list
         if name not in providers:
             p = doc.where(("clusters", i, "provider"))
             out.append(error("WS02", f"unknown provider '{name}'{did_you_mean(name, installed)}", doc.path,
-                             p.line, p.col, hint="installed providers: " + ", ".join(installed)
-                             + "; a provider package registers itself in the 'jsctl.providers' entry-point group",
-                             length=len(name)))
+                             p.line, p.col, hint=provider_install_hint(name, installed), length=len(name)))
             continue
         settings = {k: v for k, v in c.items() if k not in CLUSTER_KEYS}
         found = providers[name]

@@ -214,16 +214,53 @@ class StateRecord:
             extra={k: v for k, v in d.items() if k not in cls._KEYS})
 
 
+@dataclass(frozen=True)
+class NotSubmitted:
+    """A job the last apply that planned it did not submit (a dependency failed or was not submitted,
+    or the engine refused it): the state document's `not_submitted[address]`. It is not a resource:
+    plans never read it, so the next plan creates the job; `jsctl status` and `describe` show it as
+    NOT SUBMITTED. Submitting (or destroying) the address removes it."""
+
+    address: str
+    name: str
+    reason: str
+    time: float | None = None
+    job_id: str | None = None  # the id the plan gave it
+    generation: int | None = None
+    provider: str | None = None
+    cluster: str | None = None
+    depends_on: tuple[str, ...] = ()
+
+    PHASE = "NOT SUBMITTED"  # the phase status shows (not an engine's Phase: nothing ran)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"address": self.address, "name": self.name, "reason": self.reason, "time": self.time,
+                "job_id": self.job_id, "generation": self.generation, "provider": self.provider,
+                "cluster": self.cluster, "depends_on": list(self.depends_on)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], address: str) -> "NotSubmitted":
+        generation = d.get("generation")
+        return cls(address, str(d.get("name") or address.rsplit(".", 1)[-1]), str(d.get("reason") or ""),
+                   _num(d.get("time")), d.get("job_id"), generation if isinstance(generation, int) else None,
+                   d.get("provider"), d.get("cluster"), tuple(d.get("depends_on") or ()))
+
+
 @dataclass
 class State:
     serial: int = 0
     lineage: str = field(default_factory=lambda: str(uuid.uuid4()))
     resources: dict[str, dict] = field(default_factory=dict)
     generations: dict[str, int] = field(default_factory=dict)  # survives destroy: ids are never reused
+    # address -> NotSubmitted.to_dict(); written only when not empty, so older files and older jsctl read it
+    not_submitted: dict[str, dict] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"format_version": FORMAT_VERSION, "serial": self.serial, "lineage": self.lineage,
-                "jsctl_version": __version__, "resources": self.resources, "generations": self.generations}
+        out = {"format_version": FORMAT_VERSION, "serial": self.serial, "lineage": self.lineage,
+               "jsctl_version": __version__, "resources": self.resources, "generations": self.generations}
+        if self.not_submitted:
+            out["not_submitted"] = self.not_submitted
+        return out
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "state") -> "State":
@@ -233,8 +270,11 @@ class State:
         if version != FORMAT_VERSION:
             raise StateError(f"{path} has format_version {version!r}; this jsctl reads {FORMAT_VERSION}",
                              hint="upgrade jsctl")
+        not_submitted = d.get("not_submitted")
         return cls(int(d["serial"]), str(d["lineage"]), dict(d.get("resources") or {}),
-                   dict(d.get("generations") or {}))
+                   dict(d.get("generations") or {}),
+                   {str(a): dict(v) for a, v in not_submitted.items() if isinstance(v, Mapping)}
+                   if isinstance(not_submitted, Mapping) else {})
 
     def copy(self) -> "State":
         return copy.deepcopy(self)
@@ -257,6 +297,7 @@ class State:
     def put(self, address: str, record: StateRecord | Mapping[str, Any]) -> None:
         d = record.to_dict() if isinstance(record, StateRecord) else dict(record)
         self.resources[address] = d
+        self.not_submitted.pop(address, None)
         self.generations[address] = max(int(d["generation"]), int(self.generations.get(address, 0)))
         self.serial += 1
 
@@ -276,12 +317,24 @@ class State:
         return True
 
     def remove(self, address: str) -> None:
+        self.not_submitted.pop(address, None)
         if self.resources.pop(address, None) is not None:
             self.serial += 1
 
+    def mark_not_submitted(self, entry: NotSubmitted) -> None:
+        """Say that apply did not submit `entry.address`. Like an observation, this is not configuration
+        (plans never read it): the serial stays."""
+        self.not_submitted[entry.address] = entry.to_dict()
+
+    def unsubmitted(self) -> dict[str, NotSubmitted]:
+        """Every job apply did not submit, typed, by address (sorted)."""
+        return {a: NotSubmitted.from_dict(d, a) for a, d in sorted(self.not_submitted.items())}
+
     def find(self, ref: str) -> list[str]:
-        """Addresses matching a job name, address, job id or handle."""
-        if ref in self.resources:
+        """Addresses matching a job name, address, job id or handle (jobs not submitted too)."""
+        if ref in self.resources or ref in self.not_submitted:
             return [ref]
-        return [a for a, r in self.records().items()
-                if ref in (r.name, r.job_id, r.handle and str(r.handle)) or a.endswith(f".job.{ref}")]
+        found = [a for a, r in self.records().items()
+                 if ref in (r.name, r.job_id, r.handle and str(r.handle)) or a.endswith(f".job.{ref}")]
+        return found + [a for a, n in self.unsubmitted().items() if a not in found
+                        and (ref in (n.name, n.job_id) or a.endswith(f".job.{ref}"))]

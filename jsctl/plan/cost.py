@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping
 
 from jsctl.config.quantities import format_duration
+from jsctl.model.cluster import Offer
 from jsctl.model.spec import JobSpec
 from jsctl.model.job import Placement
 
@@ -52,6 +53,9 @@ class CostEstimate:
     assumptions: str | None = None  # stated for preemptible capacity
     prior_price_per_hour: float | None = None  # what runs at this address now
     note: str | None = None  # why a number is missing
+    engine_time_limit_s: int | None = None  # no time_limit: the offer's max time, which the engine may apply
+    duration_capped_s: int | None = None  # a --duration longer than time_limit, priced for time_limit instead
+    warning: str | None = None  # worth a warning in the plan (a CPU-only job on GPU nodes at no known price)
 
     @property
     def preemptible(self) -> bool:
@@ -80,7 +84,8 @@ class CostEstimate:
                 "bound": self.bound, "expected": self.expected, "expected_hours": self.expected_hours,
                 "checkpoint": self.checkpoint, "assumptions": self.assumptions,
                 "prior_price_per_hour": self.prior_price_per_hour, "delta_per_hour": round(self.delta_per_hour, 4),
-                "note": self.note}
+                "note": self.note, "engine_time_limit_s": self.engine_time_limit_s,
+                "duration_capped_s": self.duration_capped_s, "warning": self.warning}
 
 
 def money(x: float) -> str:
@@ -128,21 +133,43 @@ def expected_wall_seconds(work_s: float, interval_s: float | None, rate_per_hour
 
 
 def estimate(address: str, spec: JobSpec, placement: Placement | None, duration_s: int | None = None,
-             assumptions: Assumptions = Assumptions(), prior_price_per_hour: float | None = None) -> CostEstimate:
-    """The cost of one job: $/hour, the run bound, and for spot/backfill the expected cost with rework."""
+             assumptions: Assumptions = Assumptions(), prior_price_per_hour: float | None = None,
+             offer: Offer | None = None) -> CostEstimate:
+    """The cost of one job: $/hour, the run bound, and for spot/backfill the expected cost with rework.
+
+    `offer` is the one the placement chose: its max time is what the engine may apply to a job
+    without a time_limit, and its GPUs say whether a CPU-only job holds GPU nodes.
+    `--duration` never prices a run beyond the job's own time_limit: the engine stops it there.
+    """
     capacity = spec.compute.capacity
     nodes = placement.nodes if placement else 0
     rate = placement.price_per_hour if placement else None
-    dur, src = (duration_s, "--duration") if duration_s else (spec.compute.time_limit_s, "time_limit")
+    limit = spec.compute.time_limit_s
+    capped = None
+    if duration_s and limit and duration_s > limit:
+        dur, src, capped = limit, "time_limit", duration_s
+    else:
+        dur, src = (duration_s, "--duration") if duration_s else (limit, "time_limit")
     if not dur:
         dur, src = None, ""
+    engine_limit = offer.max_time_s if offer is not None and dur is None else None
     note = None
+    warning = None
     if placement is None:
         note = "not placed"
     elif rate is None:
         note = f"no price known for {placement.cluster} / {placement.pool}"
+        if spec.compute.gpu is None and offer is not None and offer.gpu_type and offer.gpus_per_node:
+            note = (f"no price known for a CPU-only job on {placement.cluster} / {placement.pool}: its nodes "
+                    f"have {offer.gpus_per_node} {offer.gpu_type} GPUs each, priced by the GPU-hour")
+            warning = (f"{address} uses no GPU but is placed on {placement.cluster} / {placement.pool}, a pool of "
+                       f"{offer.gpus_per_node}-GPU nodes, at an unknown price: it may hold GPU nodes it does not "
+                       "use (give the pool a node-hour price, or set compute.target to a CPU pool)")
     elif dur is None and rate > 0:
-        note = "no time_limit: the run has no cost bound (set compute.time_limit or pass --duration)"
+        note = "no time_limit: the run's cost bound is unknown (set compute.time_limit or pass --duration)"
+        if engine_limit:
+            note += (f"; {placement.cluster} / {placement.pool} may apply its default or maximum time limit "
+                     f"(at most {span(engine_limit)}: {money(rate * engine_limit / 3600.0)})")
     bound = round(rate * dur / 3600.0, 2) if rate is not None and dur else None
     expected, hours, ckpt, assumed = bound, (dur / 3600.0 if dur else None), None, None
     if capacity in PREEMPTIBLE and placement is not None:
@@ -158,7 +185,7 @@ def estimate(address: str, spec: JobSpec, placement: Placement | None, duration_
             else:
                 expected, hours = round(rate * wall / 3600.0, 2), wall / 3600.0
     return CostEstimate(address, rate, capacity, nodes, dur, src, bound, expected, hours, ckpt, assumed,
-                        prior_price_per_hour, note)
+                        prior_price_per_hour, note, engine_limit, capped, warning)
 
 
 def format_estimate(e: CostEstimate) -> str:
@@ -168,8 +195,15 @@ def format_estimate(e: CostEstimate) -> str:
     cap = f" {e.capacity}" if e.capacity != "on-demand" else ""
     head = f"{money(e.price_per_hour)}/h{cap}"
     if e.duration_s is None:
-        return f"{head}, no run bound (no time_limit; pass --duration to estimate)" if e.price_per_hour else head
+        if not e.price_per_hour:
+            return head
+        engine = (f"the engine may apply the pool's default or maximum time limit, at most "
+                  f"{span(e.engine_time_limit_s)}: {money(e.price_per_hour * e.engine_time_limit_s / 3600.0)}; "
+                  if e.engine_time_limit_s else "")
+        return f"{head}, run bound unknown (no time_limit; {engine}set compute.time_limit or pass --duration)"
     what = f"{e.duration_from} {span(e.duration_s)}"
+    if e.duration_capped_s:
+        what += f" (not --duration {span(e.duration_capped_s)}: the job stops at its time_limit)"
     if e.preemptible:
         if e.expected is None:
             return f"{head}, {money(e.bound or 0)} for {what} without interruptions; {e.note}"
@@ -206,6 +240,11 @@ class PlanCost:
     @property
     def within_budget(self) -> bool:
         return not self.budget_messages
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the estimates found worth a warning (a CPU-only job on GPU nodes at no known price)."""
+        return tuple(e.warning for e in self.estimates if e.warning)
 
     def to_dict(self) -> dict[str, Any]:
         return {"per_hour": round(self.per_hour, 4), "bound": round(self.bound, 2),
@@ -265,12 +304,18 @@ def format_summary(pc: PlanCost) -> str:
                 f"{money(pc.prior_per_hour)}/h now")
     else:
         head = f"Estimated: {signed(pc.per_hour)}/h"
-    parts = [f"run bound {money(pc.bound)}"]
+    bounded = any(e.worst is not None for e in pc.estimates)
+    parts = [f"run bound {money(pc.bound)}"] if bounded else []
     if pc.unbounded:
-        parts.append(f"unbounded: {', '.join(pc.unbounded)}")
+        parts = [f"run bound {f'at least {money(pc.bound)}' if bounded else 'unknown'}: "
+                 f"no time_limit for {', '.join(pc.unbounded)}"]
+        open_ended = [e for e in pc.estimates if e.unbounded]
+        if all(e.engine_time_limit_s for e in open_ended):
+            most = pc.bound + sum((e.price_per_hour or 0) * (e.engine_time_limit_s or 0) / 3600.0 for e in open_ended)
+            parts.append(f"at most {money(most)} if the engine applies the pools' maximum time limits")
     if pc.unpriced:
         parts.append(f"no price: {', '.join(pc.unpriced)}")
-    return f"{head} ({'; '.join(parts)})"
+    return f"{head} ({'; '.join(parts)})" if parts else head
 
 
 def format_budget(pc: PlanCost) -> str | None:

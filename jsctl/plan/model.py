@@ -27,6 +27,7 @@ class Explanation:
     drift: str | None = None  # changed outside jsctl
     scheduler: str | None = None  # --check-remote: the engine's answer (start estimate, or why not)
     refused: bool = False  # --check-remote: the engine says it cannot run this job
+    strategy_advice: dict | None = None  # the strategy advice as data: parallelism, memory per GPU, fits, why
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class Plan:
     warnings: tuple[str, ...] = ()
     refreshed: str = ""
     cost: PlanCost | None = None
+    refresh: bool = True  # False: --refresh=false, planned from state and the inventory alone
 
     def count(self) -> tuple[int, int, int]:
         add = sum(1 for c in self.changes if c.action in ("create", "replace"))

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from jsctl import JSON_FORMAT_VERSION
+from jsctl.errors import JsctlError
 from jsctl.plan import cost
 from jsctl.plan.model import SYMBOL, TF_ACTIONS, Plan, ResourceChange
 from jsctl.plan.placement import PlacementResult, candidates_table
+from jsctl.render import shjoin
 
 VERB = {"create": "will be created", "update": "will be updated in-place", "replace": "must be replaced",
         "delete": "will be destroyed"}
@@ -61,7 +63,7 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
     if c.artifact:
         command = c.why.command
         if command:
-            out.append(f"      {mark} command     = {' '.join(command)}")
+            out.append(f"      {mark} command     = {shjoin(command)}")
         for name, path in c.outputs.items():
             out.append(f"      {mark} output      = {name} → {path}")
         if c.depends_on:
@@ -91,8 +93,8 @@ def render_text(plan: Plan, show_artifacts: bool = False, show_candidates: bool 
     out: list[str] = []
     if plan.refreshed:
         out += [plan.refreshed, ""]
-    out += [f"Warning: {w}" for w in plan.warnings]
-    if plan.warnings:
+    out += [f"Warning: {w}" for w in warnings(plan)]
+    if warnings(plan):
         out.append("")
     drift = [c for c in plan.changes if c.why.drift]
     if drift:
@@ -123,18 +125,63 @@ def summary(plan: Plan) -> str:
     return text
 
 
-def render_markdown(plan: Plan) -> str:
+def warnings(plan: Plan) -> tuple[str, ...]:
+    """What probes and checks said, then what the cost estimates found worth a warning."""
+    return tuple(plan.warnings) + (plan.cost.warnings if plan.cost else ())
+
+
+def why_text(c: ResourceChange) -> str:
+    """What an action is for, in a few words: the markdown plan's Why column."""
+    parts: list[str] = ["new"] if c.action == "create" else []
+    edited = [f.path for f in c.why.fields]
+    if edited and c.action in ("update", "replace"):
+        parts.append("changed: " + ", ".join(edited))
+    parts += c.why.reasons
+    if c.action == "replace" and c.why.forces and not any("forces" in r for r in c.why.reasons):
+        parts.append("forces replacement: " + ", ".join(c.why.forces))
+    if c.why.drift:
+        parts.append("changed outside jsctl")
+    if c.action == "update" and not parts:
+        parts.append("bookkeeping only (what runs stays as it is)")
+    return "; ".join(parts)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _error_text(exc: JsctlError) -> str:
+    return f"Error: {exc.message}" + (f"\n  {exc.hint}" if exc.hint else "")
+
+
+def render_markdown(plan: Plan | None, errors: Sequence[JsctlError] = ()) -> str:
+    """The plan for a pull request comment; with `errors`, the error first and what could be planned."""
+    out = ["### jsctl plan", ""]
+    for exc in errors:
+        out += ["**Error:** the plan failed; apply would not run.", "", "```text", _error_text(exc), "```", ""]
+    if plan is None:
+        return "\n".join(out).rstrip("\n")
     add, change, destroy = plan.count()
-    out = ["### jsctl plan", "", f"**{add}** to add, **{change}** to change, **{destroy}** to destroy.", ""]
+    out += [f"**{add}** to add, **{change}** to change, **{destroy}** to destroy.", ""]
+    if plan.cost is not None and plan.has_changes:
+        out += [cost.format_summary(plan.cost) + ".", ""]
+        if plan.cost.budget is not None:
+            out += [f"Budget: {cost.money(plan.cost.budget)}, "
+                    f"{'within it' if plan.cost.within_budget else 'over it'}.", ""]
+    out += [f"> **Warning:** {w}" for w in warnings(plan)]
+    if warnings(plan):
+        out.append("")
     acting = [c for c in plan.changes if c.action != "no-op"]
     if not acting:
         return "\n".join(out + ["No changes."])
     out += ["| | Job | ID | Placement | $/h | Why |", "|---|---|---|---|---|---|"]
     for c in acting:
         where = c.placement.describe() if c.placement else (c.before or {}).get("handle", "")
+        if not c.placement and c.action != "delete":
+            where = "not placed"
         price = f"{c.price_per_hour:.2f}" if c.price_per_hour is not None else ""
-        out.append(f"| `{SYMBOL[c.action]}` | `{c.address}` | `{c.job_id}` | {where} | {price} | "
-                   f"{'; '.join(c.why.reasons)} |")
+        out.append(f"| `{SYMBOL[c.action]}` | `{c.address}` | `{c.job_id}` | {_cell(where or '')} | {price} | "
+                   f"{_cell(why_text(c))} |")
     out.append("")
     for c in acting:
         out += [f"<details><summary><code>{c.address}</code> {VERB[c.action]}</summary>", "", "```diff"]
@@ -143,7 +190,19 @@ def render_markdown(plan: Plan) -> str:
     return "\n".join(out)
 
 
-def to_json(plan: Plan) -> dict:
+def error_dict(exc: JsctlError) -> dict:
+    return {"message": exc.message, "hint": exc.hint}
+
+
+def failed_json(errors: Sequence[JsctlError], plan: Plan | None = None, files: Sequence[str] = ()) -> dict:
+    """The JSON document of a plan that failed: `errors`, and whatever could be planned."""
+    if plan is not None:
+        return to_json(plan, errors)
+    return {"format_version": JSON_FORMAT_VERSION, "jsctl_version": _version(), "files": list(files),
+            "errors": [error_dict(e) for e in errors], "warnings": [], "resource_changes": []}
+
+
+def to_json(plan: Plan, errors: Sequence[JsctlError] = ()) -> dict:
     """A documented, versioned format modelled on `terraform show -json` (see docs/plan-json.md)."""
     changes = []
     for c in plan.changes:
@@ -155,7 +214,7 @@ def to_json(plan: Plan) -> dict:
                      "artifact_digest": c.artifact.digest if c.artifact else None,
                      "outputs": c.outputs, "depends_on": list(c.depends_on),
                      "dependencies_enforced": c.dependencies_enforced, "secrets": list(c.secrets),
-                     "cost": c.cost.to_dict() if c.cost else None}
+                     "cost": c.cost.to_dict() if c.cost else None, "strategy_advice": c.why.strategy_advice}
         changes.append({
             "address": c.address, "name": c.name, "type": "job", "provider": c.provider, "cluster": c.cluster,
             "change": {"actions": TF_ACTIONS[c.action], "before": c.before, "after": after,
@@ -169,7 +228,8 @@ def to_json(plan: Plan) -> dict:
     return {"format_version": JSON_FORMAT_VERSION, "jsctl_version": _version(),
             "prior_state": {"serial": plan.prior_serial, "lineage": plan.prior_lineage, "exists": plan.state_exists},
             "files": list(plan.files), "workspace": plan.workspace, "destroy": plan.destroy,
-            "warnings": list(plan.warnings),
+            "refresh": plan.refresh, "refreshed": plan.refreshed,
+            "warnings": list(warnings(plan)), "errors": [error_dict(e) for e in errors],
             "resource_changes": changes,
             "summary": {"add": add, "change": change, "destroy": destroy},
             "cost": plan.cost.to_dict() if plan.cost else None}

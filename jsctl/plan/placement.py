@@ -54,6 +54,7 @@ class Candidate:
     distance: int = field(default=0, compare=False)  # 0 when feasible; larger = further from working
     shape_ok: bool = True  # False when the shape itself is the problem (type, GPUs per node)
     why: str | None = None  # for the chosen one: why it won (cheapest feasible, first in prefer order ...)
+    asked: str = field(default="", compare=False)  # what the job asked for, in words ("32 a100-80gb GPUs")
 
     @property
     def feasible(self) -> bool:
@@ -194,7 +195,10 @@ def _evaluate(need: _Need, offer: Offer) -> Candidate:
             if need.per_node and need.count % need.per_node:
                 miss("split", f"gpu.count {need.count} is not a multiple of gpu.per_node {need.per_node}")
                 shape_ok = False
-            if per_node > node_gpus:
+            if per_node > node_gpus and offer.emulated:
+                miss("per_node", f"{per_node} GPUs per node asked; {_emulated(offer)}")
+                shape_ok = False
+            elif per_node > node_gpus:
                 miss("per_node", f"needs {per_node} GPUs per node, nodes have {node_gpus}")
                 shape_ok = False
             if note and note.startswith("cannot"):
@@ -202,7 +206,9 @@ def _evaluate(need: _Need, offer: Offer) -> Candidate:
                 shape_ok = False
             elif note:
                 notes = (note,)
-            if offer.max_nodes is not None and nodes > offer.max_nodes and per_node <= node_gpus:
+            if offer.max_nodes is not None and nodes > offer.max_nodes and per_node <= node_gpus and offer.emulated:
+                miss("nodes", f"{need.count} GPUs asked ({_plural(nodes, 'node')} × {per_node}); {_emulated(offer)}")
+            elif offer.max_nodes is not None and nodes > offer.max_nodes and per_node <= node_gpus:
                 miss("nodes", f"needs {_plural(nodes, 'node')} × {per_node} GPUs, {offer.pool} has "
                      f"{_plural(offer.max_nodes, 'node')} × {node_gpus}")
         cpus = need.cpu_per_gpu * per_node
@@ -235,7 +241,22 @@ def _evaluate(need: _Need, offer: Offer) -> Candidate:
         else:
             miss("capacity", f"no {c.capacity} capacity")
     return Candidate(offer, nodes, per_node, price(offer, nodes, per_node, c.capacity), tuple(reasons),
-                     notes=notes, capacity=c.capacity, distance=sum(_WEIGHT[k] for k in kinds), shape_ok=shape_ok)
+                     notes=notes, capacity=c.capacity, distance=sum(_WEIGHT[k] for k in kinds), shape_ok=shape_ok,
+                     asked=_asked(need) if need.count else "")
+
+
+def _asked(need: _Need) -> str:
+    return f"{need.count} {need.gpu_type + ' ' if need.gpu_type else ''}GPU{'s' if need.count != 1 else ''}"
+
+
+def _emulated_most(offer: Offer) -> int:
+    return offer.gpus_per_node * (offer.max_nodes or 1)
+
+
+def _emulated(offer: Offer) -> str:
+    """How an offer of emulated GPUs reads in a miss: they are worker processes, and how many there can be."""
+    most = _emulated_most(offer)
+    return f"it has {most} emulated GPU{'s' if most != 1 else ''} (worker processes on this machine's CPU)"
 
 
 def _target_filter(target: str, offers: Sequence[Offer]) -> list[Offer]:
@@ -347,8 +368,18 @@ def infeasible_message(result: PlacementResult, address: str, misses: int = 3) -
         return ""
     if not result.candidates:
         return f"{address} cannot be placed: {result.why}"
-    lines = [f"{address} cannot be placed: no cluster in the inventory can run it. Nearest misses:"]
+    asked = next((c.asked for c in result.candidates if c.asked), "")
+    lines = [f"{address} cannot be placed: {f'it asks for {asked} and ' if asked else ''}no cluster in the "
+             "inventory can run it. Nearest misses:"]
     for cand in result.candidates[:misses]:
         o = cand.offer
         lines.append(f"  {o.cluster} / {o.pool}: {'; '.join(cand.reasons)}")
+    if all(c.offer.emulated for c in result.candidates):  # only this machine: say what it is, and what to add
+        most = max(_emulated_most(c.offer) for c in result.candidates)
+        names = ", ".join(sorted({c.offer.cluster for c in result.candidates}))
+        lines.append(f"  The GPUs of {names} are worker processes on this machine's CPU: enough to try a job with "
+                     f"up to {most} GPU{'s' if most != 1 else ''} (a smaller gpu.count), not to run "
+                     f"{asked or 'this job'}.")
+        lines.append("  To run it, add a cluster that has such GPUs under `clusters:` in jsctl.yaml (in this "
+                     "directory, or --workspace FILE); `jsctl cluster status` shows the clusters in use.")
     return "\n".join(lines)

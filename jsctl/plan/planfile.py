@@ -57,7 +57,8 @@ def load(path: str) -> Plan:
             strategy=after.get("strategy") or {}, outputs=after.get("outputs") or {}, cost=_cost(after.get("cost")),
             why=Explanation(tuple(ch.get("reasons") or ()), tuple(ch.get("forces_replacement") or ()),
                             command=tuple(rc.get("command") or ()), drift=rc.get("drift"),
-                            scheduler=rc.get("scheduler"), refused=bool(rc.get("refused")))))
+                            scheduler=rc.get("scheduler"), refused=bool(rc.get("refused")),
+                            strategy_advice=after.get("strategy_advice"))))
     prior = data["prior_state"]
     return Plan(tuple(changes), prior["serial"], prior["lineage"], prior["exists"], tuple(data.get("files") or ()),
-                data.get("workspace"), data.get("destroy", False))
+                data.get("workspace"), data.get("destroy", False), refresh=data.get("refresh", True))

@@ -7,7 +7,7 @@ from typing import Mapping, Sequence
 
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error
 from jsctl.config.workspace import Workspace
-from jsctl.errors import ConfigError, JsctlError, PlanError
+from jsctl.errors import ConfigError, JsctlError, PlanError, UsageError
 from jsctl.model.diff import field_changes
 from jsctl.model.address import Address, job_id
 from jsctl.plan.model import Explanation, Plan, ResourceChange
@@ -59,8 +59,25 @@ def _in_scope(address: str, targets: Sequence[str]) -> bool:
     return not targets or any(Address.parse(address).selected_by(t) for t in targets)
 
 
+def check_targets(targets: Sequence[str], addresses: Sequence[str]) -> None:
+    """Every `--target` must pick something: an address (of the files or of state), a job's bare
+    name, or `workflow.W`. One that picks nothing is an error naming what exists."""
+    parsed = [Address.parse(a) for a in dict.fromkeys(addresses)]
+    missing = [t for t in targets if not any(a.selected_by(t) for a in parsed)]
+    if not missing:
+        return
+    known = [str(a) for a in parsed]
+    choices = known + [a.name for a in parsed] + [f"workflow.{a.workflow}" for a in parsed if a.workflow]
+    lines = [f"--target {t} matches no job{did_you_mean(t, choices)}" for t in missing]
+    raise UsageError("\n".join(lines),
+                     hint=("addresses: " + ", ".join(sorted(known)) + " (a job's bare name works too)") if known
+                     else "the files given have no jobs, and state has none")
+
+
 def make_plan(inp: PlanInputs) -> Plan:
     state = inp.state
+    if inp.targets:
+        check_targets(inp.targets, [s.address for s in inp.sources.jobs] + list(state.records()))
     changes: list[ResourceChange] = []
     diags: list[Diagnostic] = []
     infeasible: list[str] = []
@@ -90,9 +107,6 @@ def make_plan(inp: PlanInputs) -> Plan:
         changes.append(change)
     if diags:
         raise ConfigError(diags)
-    if infeasible:
-        raise PlanError("no feasible placement:\n" + "\n".join(infeasible),
-                        hint="change compute.resources or compute.target, or add a cluster to jsctl.yaml")
     for address, record in state.records().items():
         if (address not in wanted or inp.destroy) and _in_scope(address, inp.targets):
             why = Explanation(("no longer in the configuration",) if not inp.destroy else ("destroy",),
@@ -104,11 +118,19 @@ def make_plan(inp: PlanInputs) -> Plan:
                             {c.address: _prior_price(c) for c in changes
                              if c.action in ("update", "replace", "delete") and _prior_price(c) is not None},
                             budget)
-    if budget is not None and not totals.within_budget:
-        raise PlanError(cost.format_budget(totals).removeprefix("Error: "),
-                        hint="raise --max-cost or budget:, shorten time_limit, or choose cheaper resources")
-    return Plan(tuple(changes), state.serial, state.lineage, inp.state_exists, inp.files,
-                inp.workspace.file, inp.destroy, warnings=tuple(d.message for d in checked), cost=totals)
+    the_plan = Plan(tuple(changes), state.serial, state.lineage, inp.state_exists, inp.files,
+                    inp.workspace.file, inp.destroy, warnings=tuple(d.message for d in checked), cost=totals)
+    problem = None
+    if infeasible:
+        problem = PlanError("no feasible placement:\n" + "\n".join(infeasible),
+                            hint="change compute.resources or compute.target, or add a cluster to jsctl.yaml")
+    elif budget is not None and not totals.within_budget:
+        problem = PlanError(cost.format_budget(totals).removeprefix("Error: "),
+                            hint="raise --max-cost or budget:, shorten time_limit, or choose cheaper resources")
+    if problem is not None:
+        problem.plan = the_plan  # what could be planned, for the documents CI posts with the error
+        raise problem
+    return the_plan
 
 
 def _prior_price(c: ResourceChange) -> float | None:
@@ -175,12 +197,15 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
             if built is None:
                 return None
     spec, p, ctx, advice = built.spec, built.result.placement, built.ctx, built.advice
+    chosen = built.result.chosen
     estimate = cost.estimate(source.address, spec, p, inp.duration_s,
-                             prior_price_per_hour=prior.cost_basis.price_per_hour if prior else None)
+                             prior_price_per_hour=prior.cost_basis.price_per_hour if prior else None,
+                             offer=chosen.offer if chosen else None)
     why = Explanation(tuple(reasons), tuple(forces),
                       tuple(field_changes(dict(prior.spec or {}), spec.document)) if prior else (),
                       built.result.candidates, advice.describe() if advice else "",
-                      launch.command(ctx) if ctx else (), drift)
+                      launch.command(ctx) if ctx else (), drift,
+                      strategy_advice=advice.to_dict() if advice else None)
     return ResourceChange(
         address=source.address, name=source.name, action=action,
         job_id=ctx.job_id if ctx else job_id(source.name, source.address, generation),

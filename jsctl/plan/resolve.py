@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from jsctl.config import schema, semantics
-from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, has_errors
-from jsctl.config.loader import Document, Position, load_file
+from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, has_errors, note
+from jsctl.config.loader import Document, Position, load_text, read_text
 from jsctl.config.spec import build
 from jsctl.model.spec import JobSpec
 from jsctl.config.variables import Variables, column_offset, interpolate
@@ -22,6 +22,7 @@ from jsctl.model.address import job_address, job_id
 from jsctl.model.runtime_names import NONE, RuntimeNames
 
 REF = re.compile(r"\{\{\s*jobs\.([^.\s{}]+)\.outputs\.([^.\s{}]+)\s*\}\}")
+ANY_REF = re.compile(r"\{\{\s*jobs\b[^{}]*\}\}")  # what looks like a reference, well-formed or not
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Sources:
     jobs: list[JobSource] = field(default_factory=list)  # in dependency order
     documents: dict[str, Document] = field(default_factory=dict)
     workflows: dict[str, str] = field(default_factory=dict)  # workflow name -> file
+    unreadable: dict[str, str] = field(default_factory=dict)  # file -> text, for files that did not load
 
     def by_address(self) -> dict[str, JobSource]:
         return {j.address: j for j in self.jobs}
@@ -58,13 +60,19 @@ class Sources:
         return {j.address: j.depends_on for j in self.jobs}
 
     def texts(self) -> dict[str, str]:
-        return {p: d.text for p, d in self.documents.items()}
+        """Source text by file, under the name diagnostics use (as given) and normalised."""
+        out = dict(self.unreadable)
+        for p, d in self.documents.items():
+            out[p] = out[d.path] = d.text
+        return out
 
 
-def load_sources(paths: Iterable[str], variables: Variables,
-                 runtime: RuntimeNames = NONE) -> tuple[Sources, list[Diagnostic]]:
+def load_sources(paths: Iterable[str], variables: Variables, runtime: RuntimeNames = NONE,
+                 templates: bool = False) -> tuple[Sources, list[Diagnostic]]:
     """Load job and workflow files (kind detected from content) into sources in dependency order;
-    `runtime`: the names the installed providers set when a job runs."""
+    `runtime`: the names the installed providers set when a job runs. `templates` (validate): a job
+    file whose `{{jobs.X.outputs.Y}}` no workflow here resolves is checked as a template (a note, not
+    an error); planning needs the workflow."""
     sources = Sources()
     diags: list[Diagnostic] = []
     found: list[JobSource] = []
@@ -77,23 +85,36 @@ def load_sources(paths: Iterable[str], variables: Variables,
     for doc in docs:
         if doc.kind == "workflow":
             found.extend(_workflow_sources(doc, variables, sources, diags, runtime))
-    claimed = {os.path.normpath(j.doc.path) for j in found}
+    claimed = {os.path.realpath(j.doc.path): j.workflow for j in found}
     for doc in docs:
-        if doc.kind == "workflow" or os.path.normpath(doc.path) in claimed:
-            continue  # a job file that a workflow here names is planned as part of it
+        if doc.kind == "workflow":
+            continue
+        refs = _references(doc)
+        if os.path.realpath(doc.path) in claimed:  # a job file that a workflow here names is planned as part of it
+            if refs and templates:
+                workflow = claimed[os.path.realpath(doc.path)]  # one line per file: it is not a problem
+                diags.append(note("R000", f"{_shown(refs)} resolved by workflow '{workflow}' "
+                                  f"({sources.workflows.get(workflow, '?')})", doc.path))
+            continue
         if doc.kind != "job" and "version" not in doc.data:
             diags.append(error("E020", "not a jetstream.v1 job or workflow: expected a top-level 'job' or "
                                "'workflow'", doc.path, 1, 1))
             continue
-        for ref in _references(doc):
-            p = _ref_position(doc, ref)
-            diags.append(error("R001", f"reference to jobs.{ref.job}.outputs.{ref.output} outside a "
-                               "workflow: references resolve only between jobs of one workflow",
-                               doc.path, p.line, p.col))
-        job = doc.data.get("job")
-        name = job.get("name") if isinstance(job, dict) else None
-        name = name if isinstance(name, str) else os.path.splitext(os.path.basename(doc.path))[0]
-        found.append(JobSource(job_address(name), name, doc, variables, ()))
+        diags.extend(_malformed_references(doc))
+        if refs:
+            p = _ref_position(doc, refs[0])
+            hint = _including_hint(doc.path)
+            if templates:
+                diags.append(note("R001", f"{_shown(refs)} resolves only inside a workflow: checked as a "
+                                  "template", doc.path, p.line, p.col, hint=hint))
+            else:
+                for ref in refs:
+                    p = _ref_position(doc, ref)
+                    diags.append(error("R001", f"reference to jobs.{ref.job}.outputs.{ref.output} outside a "
+                                       "workflow: references resolve only between jobs of one workflow",
+                                       doc.path, p.line, p.col, hint=hint))
+        name = _job_name(doc, variables, runtime, diags)
+        found.append(JobSource(job_address(name), name, doc, variables, (), None, tuple(refs) if templates else ()))
     seen: dict[str, JobSource] = {}
     for job in found:
         if job.address in seen:
@@ -110,10 +131,90 @@ def load_sources(paths: Iterable[str], variables: Variables,
 
 
 def _load(path: str, sources: Sources) -> tuple[Document | None, list[Diagnostic]]:
-    doc, diags = load_file(path)
+    if os.path.normpath(path) in sources.unreadable:
+        return None, []  # given and included by a workflow: its problems are reported once
+    text, diags = read_text(path)
+    if text is None:
+        return None, diags
+    doc, diags = load_text(path, text)
     if doc is not None:
         sources.documents[os.path.normpath(path)] = doc
+    else:  # kept so that its diagnostics quote the source line
+        sources.unreadable[path] = sources.unreadable[os.path.normpath(path)] = text
     return doc, diags
+
+
+def _job_name(doc: Document, variables: Variables, runtime: RuntimeNames, diags: list[Diagnostic]) -> str:
+    """`job.name` after variables (the address and id are made from it), else the file's name."""
+    job = doc.data.get("job")
+    name = job.get("name") if isinstance(job, dict) else None
+    if not isinstance(name, str):
+        return os.path.splitext(os.path.basename(doc.path))[0]
+    if "$" in name:
+        value, ds = interpolate(doc, {"job": {"name": name}}, variables, None, runtime=runtime)
+        diags.extend(ds)
+        name = str(value["job"]["name"])
+    return name
+
+
+def _shown(refs: list[Reference]) -> str:
+    names = list(dict.fromkeys(f"{{{{jobs.{r.job}.outputs.{r.output}}}}}" for r in refs))
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _malformed_references(doc: Document) -> list[Diagnostic]:
+    """`{{jobs...}}` that is not `{{jobs.<job>.outputs.<output>}}` would reach the job as literal text."""
+    found: list[Diagnostic] = []
+
+    def walk(node: Any, path: tuple) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, path + (k,))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, path + (i,))
+        elif isinstance(node, str) and "{{" in node:
+            for m in ANY_REF.finditer(node):
+                if not REF.fullmatch(m.group(0)):
+                    p = _ref_position(doc, Reference("", "", path, m.start()))
+                    found.append(error("R005", f"malformed reference '{m.group(0)}'", doc.path, p.line, p.col,
+                                       hint="write {{jobs.<job>.outputs.<output>}}", length=len(m.group(0))))
+
+    walk(doc.data, ())
+    return found
+
+
+def including_workflows(path: str, limit: int = 200) -> list[tuple[str, str]]:
+    """(workflow name, file) of the workflows beside `path` whose jobs include it."""
+    directory = os.path.dirname(path) or "."
+    target = os.path.realpath(path)
+    out: list[tuple[str, str]] = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return out
+    for entry in [n for n in names if n.endswith((".yaml", ".yml"))][:limit]:
+        other = os.path.join(directory, entry)
+        if os.path.realpath(other) == target:
+            continue
+        text, _ = read_text(other)
+        doc = load_text(other, text)[0] if text is not None and "workflow" in text else None
+        wf = doc.data.get("workflow") if doc is not None and doc.kind == "workflow" else None
+        jobs = wf.get("jobs") if isinstance(wf, dict) else None
+        for entry_ in jobs if isinstance(jobs, list) else ():
+            spec = entry_.get("spec") if isinstance(entry_, dict) else None
+            if isinstance(spec, str) and os.path.realpath(os.path.join(directory, spec)) == target:
+                out.append((str(wf.get("name")), other))
+                break
+    return out
+
+
+def _including_hint(path: str) -> str:
+    found = including_workflows(path)
+    if not found:
+        return "give the workflow file that includes this job (with -f, or to validate) to resolve it"
+    name, wf_path = found[0]
+    return f"workflow '{name}' ({wf_path}) includes this file: give it too (-f {wf_path}) to resolve the reference"
 
 
 def _references(doc: Document) -> list[Reference]:
@@ -177,6 +278,7 @@ def _workflow_sources(doc: Document, variables: Variables, sources: Sources,
     for jname, (entry, job_doc) in loaded.items():
         deps = [d for d in entry.get("dependsOn") or [] if d in names]
         refs = _references(job_doc)
+        diags.extend(_malformed_references(job_doc))
         for ref in refs:
             p = _ref_position(job_doc, ref)
             if ref.job not in names:

@@ -33,6 +33,12 @@ class StrategyAdvice:
     def to_env(self) -> dict:
         return {"parallelism": self.parallelism, "config": dict(self.config)}
 
+    def to_dict(self) -> dict:
+        """The advice as data (the plan JSON's `strategy_advice`): the verdict is a field, not only words."""
+        return {"parallelism": self.parallelism, "memory_per_gpu_bytes": self.bytes_per_gpu,
+                "gpu_memory_bytes": self.gpu_memory_bytes, "fits": self.fits, "why": self.why,
+                "text": self.describe()}
+
     def describe(self) -> str:
         cfg = dict(self.config)
         parts = [self.parallelism]

@@ -32,8 +32,11 @@ def names() -> list[str]:
 def get(name: str) -> Provider:
     target = _entry_points().get(name)
     if target is None:
-        raise ProviderError(f"no provider named '{name}' is installed (installed: {', '.join(names())})",
-                            hint="install the extra that brings it, e.g. pip install 'jsctl[aws]'")
+        from jsctl.config.diagnostics import did_you_mean
+        from jsctl.config.workspace import provider_install_hint
+
+        raise ProviderError(f"no provider named '{name}' is installed{did_you_mean(name, names())}",
+                            hint=provider_install_hint(name, names()))
     module, _, attr = target.partition(":")
     import importlib
 

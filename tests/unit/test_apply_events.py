@@ -42,3 +42,19 @@ def test_json_lines_are_flat_and_documented():
     assert summary == {"type": "summary", "ok": False, "added": 1, "changed": 0, "destroyed": 2,
                        "skipped": {"job.c": "why"}, "failed": {}}
     assert all(f"`{k}`" in doc for k in summary if k != "type")
+
+
+def test_the_summary_says_what_was_not_submitted_and_why():
+    from jsctl.cli.plan_cmds import summary_text
+
+    assert summary_text(apply.ApplyResult(1, 0, 0)) == "Apply complete! Resources: 1 added, 0 changed, 0 destroyed."
+    result = apply.ApplyResult(1, 0, 0, {"job.last": "dependency job.mid ended FAILED"},
+                               {"job.other": "sbatch: error: invalid partition"})
+    assert result.not_submitted == {"job.other": "submit failed: sbatch: error: invalid partition",
+                                    "job.last": "dependency job.mid ended FAILED"}
+    assert summary_text(result) == (
+        "Apply incomplete! Resources: 1 added, 0 changed, 0 destroyed; 2 not submitted (job.other: submit failed: "
+        "sbatch: error: invalid partition; job.last: dependency job.mid ended FAILED).")
+    assert summary_text(apply.ApplyResult(0, 0, 1), "Destroy").startswith("Destroy complete!")
+    doc = (pathlib.Path(__file__).parents[2] / "docs" / "apply-json.md").read_text()
+    assert "Apply incomplete! Resources:" in doc and "NOT SUBMITTED" in doc

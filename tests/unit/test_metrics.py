@@ -98,3 +98,13 @@ def test_helpers():
 def test_no_torch_import():
     code = "import sys, jsctl.metrics; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_is_metric_line_is_the_parsers_own_test():
+    from jsctl.metrics import is_metric_line
+
+    line = rec("metrics", step=1, loss=2.0)
+    assert is_metric_line(line + "\n") and is_metric_line("[rank0] 12:00:01 " + line)
+    assert is_metric_line(json.dumps({"jetstream": "checkpoint", "step": 3}))
+    for other in ("loss went down\n", '{"jetstream": 1}', '{"other": "metrics"}', '{"jetstream": "metrics", ', ""):
+        assert not is_metric_line(other)

@@ -6,10 +6,12 @@ reader exports them and `exec`s sbatch, which reads the rest of stdin as the scr
 """
 from __future__ import annotations
 
+import atexit
 import base64
 import os
 import re
 import subprocess
+import threading
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -21,6 +23,22 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SECRET_READER = ('while IFS= read -r jsctl_kv && [ -n "$jsctl_kv" ]; do '
                  'jsctl_v=$(printf %s "${jsctl_kv#*=}" | base64 -d; echo .); '
                  'export "${jsctl_kv%%=*}=${jsctl_v%.}"; done; unset jsctl_kv jsctl_v; exec "$@"')
+
+_RUNNING: set[subprocess.Popen] = set()  # commands running now, in any thread
+_RUNNING_LOCK = threading.Lock()
+
+
+@atexit.register
+def _kill_running() -> None:
+    """At exit, stop the commands still running: a probe or refresh that jsctl stopped waiting for
+    (its thread is a daemon, left behind after --probe-timeout) must not outlive the process."""
+    with _RUNNING_LOCK:
+        procs = list(_RUNNING)
+    for proc in procs:
+        try:
+            proc.kill()
+        except OSError:
+            pass
 
 
 @dataclass(frozen=True)
@@ -81,18 +99,32 @@ class Runner:
         if remote_secrets:
             preamble = "".join(f"{k}={base64.b64encode(v.encode()).decode()}\n" for k, v in secrets.items())
             input = preamble + "\n" + (input or "")
+        timeout = timeout_s or self.timeout_s
         try:
-            proc = subprocess.run(cmd, input=input, capture_output=True, text=True, env=self._env(secrets),
-                                  cwd=self.cwd if not self.access.remote and self.cwd and os.path.isdir(self.cwd)
-                                  else None, timeout=timeout_s or self.timeout_s)
+            # stdin is never the terminal: ssh would read what the user types (at an approval prompt)
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self._env(secrets),
+                                    cwd=self.cwd if not self.access.remote and self.cwd and os.path.isdir(self.cwd)
+                                    else None)
         except FileNotFoundError:
             raise ProviderError(f"{cmd[0]} not found on this machine",
                                 hint="run jsctl on a Slurm login node, or set access: {mode: ssh, host: ...} "
                                      "for the cluster in jsctl.yaml") from None
+        with _RUNNING_LOCK:
+            _RUNNING.add(proc)
+        try:
+            stdout, stderr = proc.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise ProviderError(f"{' '.join(argv[:2])} did not answer within {timeout_s or self.timeout_s:.0f}s") \
-                from None
-        return Result(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+            proc.kill()
+            proc.wait()  # not communicate(): a grandchild holding the pipes open would block it
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            raise ProviderError(f"{' '.join(argv[:2])} did not answer within {timeout:g}s") from None
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(proc)
+        return Result(tuple(argv), proc.returncode, stdout, stderr)
 
     def check(self, argv: Sequence[str], **kw) -> Result:
         res = self.run(argv, **kw)

@@ -100,10 +100,28 @@ def test_workflow_order_and_failed_dependency(ws):
     code, out, err = run_cli("apply", "-f", "wf.yaml", "--auto-approve")
     assert code == 1, out
     assert "workflow.wf.job.c: not submitted: dependency workflow.wf.job.b ended FAILED" in out
+    # the summary says what did not happen (issue 10), not "Apply complete!"
+    assert "Apply complete!" not in out
+    assert ("Apply incomplete! Resources: 2 added, 0 changed, 0 destroyed; 1 not submitted "
+            "(workflow.wf.job.c: dependency workflow.wf.job.b ended FAILED") in out
+    assert "1 job was not submitted (workflow.wf.job.c)" in err
     assert "A" in run_cli("logs", "b")[1]
     code, out, _ = run_cli("status", "--json")
-    phases = {r["name"]: r["phase"] for r in json.loads(out)["jobs"]}
-    assert phases == {"a": "SUCCEEDED", "b": "FAILED"}
+    rows = {r["name"]: r for r in json.loads(out)["jobs"]}
+    assert {n: r["phase"] for n, r in rows.items()} == {"a": "SUCCEEDED", "b": "FAILED", "c": "NOT SUBMITTED"}
+    assert rows["c"]["reason"].startswith("dependency workflow.wf.job.b ended FAILED") and rows["c"]["handle"] is None
+    code, out, _ = run_cli("status")
+    assert code == 0 and "NOT SUBMITTED" in out and "c: dependency workflow.wf.job.b ended FAILED" in out
+    code, out, err = run_cli("status", "c")  # was: "no job 'c' in state"
+    assert code == 0 and "NOT SUBMITTED" in out, err
+    code, out, err = run_cli("describe", "c")
+    assert code == 0 and "Phase:      NOT SUBMITTED" in out and "dependency workflow.wf.job.b ended FAILED" in out
+    code, out, _ = run_cli("plan", "-f", "wf.yaml")  # the job that did not run is planned again
+    assert "# workflow.wf.job.c will be created" in out, out
+    code, out, err = run_cli("destroy", "-f", "wf.yaml", "--auto-approve")
+    assert code == 0, err
+    code, out, _ = run_cli("status", "--json")  # destroying the workflow forgets what it did not submit
+    assert json.loads(out)["jobs"] == []
 
 
 def test_secrets_reach_the_job_but_never_disk(ws):
@@ -212,3 +230,155 @@ def test_apply_and_destroy_stream_json_lines(ws):
     assert {e["address"] for e in lines if e["type"] == "destroyed"} == {"job.a", "workflow.wf.job.b"}
     assert {e["address"] for e in lines if e["type"] == "stopping"} == {"job.a", "workflow.wf.job.b"}
     assert lines[-1]["type"] == "summary" and lines[-1]["destroyed"] == 2 and lines[-1]["ok"] is True
+
+
+def test_f_takes_several_paths_and_directories_for_every_verb(ws):
+    """`-f jobs/*.yaml` as the shell expands it, and `-f DIR` (its *.yaml; -R for below), for plan, apply
+    and destroy; a workflow's job files in the same directory are planned once, as its jobs (issue 10)."""
+    (ws / "a.yaml").write_text(job_yaml("a", ["true"]))
+    (ws / "b.yaml").write_text(job_yaml("b", ["true"]))
+    code, out, err = run_cli("plan", "-f", "a.yaml", "b.yaml")
+    assert code == 0, err
+    assert '+ job "a"' in out and '+ job "b"' in out and "Plan: 2 to add, 0 to change, 0 to destroy." in out
+    (ws / "pipe").mkdir()
+    (ws / "pipe" / "c.yaml").write_text(job_yaml("c", ["true"]))
+    (ws / "pipe" / "d.yaml").write_text(job_yaml("d", ["true"]))
+    (ws / "pipe" / "wf.yaml").write_text("version: jetstream.v1\nworkflow:\n  name: wf\n  jobs:\n"
+                                         "    - {name: c, spec: c.yaml}\n    - {name: d, spec: d.yaml, dependsOn: [c]}\n")
+    code, out, err = run_cli("plan", "-f", "pipe", "--json")
+    assert code == 0, err
+    assert sorted(rc["address"] for rc in json.loads(out)["resource_changes"]) == \
+        ["workflow.wf.job.c", "workflow.wf.job.d"]
+    code, out, err = run_cli("plan", "-f", ".")  # not recursive unless -R, as kubectl
+    assert code == 0 and "Plan: 2 to add" in out, err
+    code, out, err = run_cli("plan", "-f", ".", "-R", "--json")
+    assert code == 0, err
+    assert len(json.loads(out)["resource_changes"]) == 4
+    code, out, err = run_cli("apply", "-f", "a.yaml", "b.yaml", "--auto-approve")
+    assert code == 0 and "Resources: 2 added" in out, err
+    wait_phase("a"), wait_phase("b")
+    code, out, err = run_cli("destroy", "-f", ".", "--auto-approve")
+    assert code == 0 and "Destroy complete! Resources: 0 added, 0 changed, 2 destroyed." in out, err
+    code, _, err = run_cli("apply", "-f", "a.yaml", "plan.json")
+    assert code == 1 and "not both" in err
+    (ws / "empty").mkdir()
+    for verb in ("plan", "apply", "destroy"):
+        code, out, err = run_cli(verb, "-f", "nope.yaml", "empty", *(["--auto-approve"] if verb != "plan" else []))
+        assert code == 1 and "Traceback" not in err, (verb, err)
+        assert "nope.yaml: error: no such file or directory" in err, (verb, err)
+        assert "empty: error: directory holds no .yaml or .yml files" in err, (verb, err)
+
+
+def test_name_from_a_variable_is_the_address_and_id(ws):
+    (ws / "job.yaml").write_text(job_yaml("${NAME}", ["true"]).replace("name: ${NAME}", 'name: "${NAME}"'))
+    code, out, err = run_cli("plan", "-f", "job.yaml", "-v", "NAME=abc")
+    assert code == 0, err
+    assert '+ job "abc"' in out and "# job.abc will be created" in out and '"js-abc-' in out
+    assert "${NAME}" not in out
+
+
+SLURM_WORKSPACE = """\
+version: jetstream.v1
+clusters:
+  - name: hpc
+    provider: slurm
+    access: {mode: local}
+    container_runtime: none
+    shared_dir: shared
+    partitions:
+      - name: gpu
+        gpu_type: a100-80gb
+        gpus_per_node: 8
+        nodes: 4
+        cpus_per_node: 128
+        memory_per_node: 2Ti
+        max_time: 72h
+        gpu_hour_rate: 2.5
+"""
+
+
+def test_failed_plan_still_prints_its_json_and_markdown_documents(ws):
+    """Issue 10: CI posts the document, error included, on the pull request; the exit code stays 1."""
+    seed = os.path.join(EXAMPLES, "finetune-llama.yaml")
+    code, out, err = run_cli("plan", "-f", seed, "--json")
+    assert code == 1 and "no feasible placement" in err and "Traceback" not in err
+    doc = json.loads(out)
+    assert "no feasible placement" in doc["errors"][0]["message"] and doc["errors"][0]["hint"]
+    rc = doc["resource_changes"][0]
+    assert rc["address"] == "job.llama-7b-sft" and rc["change"]["after"]["placement"] is None and rc["candidates"]
+    code, out, err = run_cli("plan", "-f", seed, "--format", "markdown")
+    assert code == 1 and out.startswith("### jsctl plan") and "**Error:**" in out and "no feasible placement" in out
+    (ws / "jsctl.yaml").write_text(SLURM_WORKSPACE)
+    (ws / "a.yaml").write_text(job_yaml("a", ["true"], "compute:\n  resources: {gpu: {type: a100-80gb, count: 8}}\n"
+                                        "  time_limit: 2h\n"))
+    code, out, err = run_cli("plan", "-f", "a.yaml", "--max-cost", "10", "--json")
+    assert code == 1 and "over the budget" in err
+    doc = json.loads(out)
+    assert doc["errors"][0]["message"].startswith("the plan is over the budget of $10.00")
+    assert doc["cost"]["over_budget"] == ["job.a"] and doc["resource_changes"][0]["address"] == "job.a"
+    code, out, _ = run_cli("plan", "-f", "a.yaml", "--max-cost", "10", "--format", "markdown")
+    assert code == 1 and "over the budget of $10.00" in out and "| `+` | `job.a` |" in out
+
+
+def test_seed_finetune_locally_says_what_it_asked_and_how_to_add_a_cluster(ws):
+    code, _, err = run_cli("plan", "-f", os.path.join(EXAMPLES, "finetune-llama.yaml"))
+    assert code == 1
+    assert "it asks for 32 a100-80gb GPUs" in err and "worker processes on this machine's CPU" in err
+    assert "`clusters:` in jsctl.yaml" in err and "this machine has 1 node × 2" not in err
+
+
+def test_plan_cost_and_command_read_right_and_describe_a_cpu_job(ws):
+    (ws / "jsctl.yaml").write_text(SLURM_WORKSPACE)
+    (ws / "a.yaml").write_text(job_yaml("a", ["bash", "-c", "echo hi; sleep 2"],
+                                        "compute:\n  resources: {gpu: {type: a100-80gb, count: 8}}\n"))
+    (ws / "prep.yaml").write_text(job_yaml("prep", ["true"], "compute:\n  resources: {cpu: {count: 4}}\n"
+                                           "  time_limit: 1h\n"))
+    code, out, err = run_cli("plan", "-f", "a.yaml", "-f", "prep.yaml")
+    assert code == 0, err
+    assert "command     = bash -c 'echo hi; sleep 2'" in out
+    assert "run bound unknown: no time_limit for job.a" in out and "run bound $0.00" not in out
+    assert "the engine may apply the pool's default or maximum time limit, at most 72h" in out
+    assert "Warning: job.prep uses no GPU but is placed on hpc / gpu" in out
+    (ws / "a.yaml").write_text(job_yaml("a", ["true"], "compute:\n  resources: {gpu: {type: a100-80gb, count: 8}}\n"
+                                        "  time_limit: 2h\n"))
+    code, out, err = run_cli("plan", "-f", "a.yaml", "--duration", "10h")
+    assert code == 0 and "at most $40.00 for time_limit 2h (not --duration 10h" in out, err
+    code, out, _ = run_cli("plan", "-f", "a.yaml", "--format", "markdown")
+    assert "| 20.00 | new |" in out and "Estimated: +$20.00/h (run bound $40.00)." in out
+    (ws / "jsctl.yaml").unlink()
+    (ws / "c.yaml").write_text(job_yaml("c", ["true"]))
+    assert run_cli("apply", "-f", "c.yaml", "--auto-approve")[0] == 0
+    wait_phase("c")
+    code, out, err = run_cli("describe", "c")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("Placement:"))
+    assert line == "Placement:  local / this machine : 1 node, CPU only", line
+
+
+def test_target_matching_nothing_is_an_error_and_a_bare_name_works(ws):
+    (ws / "job.yaml").write_text(job_yaml("llama-7b-sft", ["true"]))
+    (ws / "other.yaml").write_text(job_yaml("other", ["true"]))
+    code, out, err = run_cli("plan", "-f", "job.yaml", "-f", "other.yaml", "--target", "llama-7b-sft")
+    assert code == 0, err
+    assert '+ job "llama-7b-sft"' in out and '"other"' not in out and "Plan: 1 to add" in out
+    code, out, err = run_cli("plan", "-f", "job.yaml", "-f", "other.yaml", "--target", "job.llama-7b-stf")
+    assert code == 1 and "Traceback" not in err and "No changes" not in out
+    assert "--target job.llama-7b-stf matches no job (did you mean 'job.llama-7b-sft'?)" in err
+    assert "job.llama-7b-sft, job.other" in err
+    code, _, err = run_cli("apply", "-f", "job.yaml", "--target", "nothing", "--auto-approve")
+    assert code == 1 and "matches no job" in err and not (ws / ".jsctl" / "state.json").exists()
+
+
+def test_unused_variable_warns_and_var_file_format_is_explained(ws):
+    (ws / "job.yaml").write_text(job_yaml("v", ["echo", "${GREETING}"]))
+    code, out, err = run_cli("plan", "-f", "job.yaml", "-v", "GREETING=hi", "-v", "GRETING=hi")
+    assert code == 0, err
+    assert "warning: -v GRETING=... is set but no file given uses ${GRETING} (did you mean 'GREETING'?)" in err
+    assert "GREETING=..." not in err
+    (ws / "vars.env").write_text("GREETING=hi\n")
+    code, out, err = run_cli("plan", "-f", "job.yaml", "--var-file", "vars.env")
+    assert code == 1 and "Traceback" not in err
+    assert "vars.env:1:1: error: expected a mapping" in err and "    GREETING=hi" in err
+    assert "a --var-file is a YAML mapping of NAME: value" in err
+    code, out, err = run_cli("plan", "-f", "job.yaml", "-v", "GREETNG=hi")
+    assert code == 1 and "undefined variable 'GREETING' (did you mean 'GREETNG'?)" in err

@@ -59,7 +59,7 @@ def test_killed_worker_resumes_from_checkpoint(quickstart):
     assert workers, "no worker processes found"
     os.kill(workers[-1], signal.SIGKILL)
     row = wait_phase("quickstart", timeout=240)
-    log = run_cli("logs", "quickstart")[1]
+    log = run_cli("logs", "quickstart", "--metrics")[1]
     assert row["phase"] == "SUCCEEDED", log[-3000:]
     assert row["restarts"] >= 1
     events = [json.loads(line) for line in log.splitlines() if line.startswith('{"jetstream": "event"')]
@@ -83,7 +83,7 @@ def test_preemption_signal_requeues_and_resumes_exactly(quickstart):
     launcher = json.loads((run_dir / "status.json").read_text())["child_pgid"]
     os.kill(launcher, signal.SIGUSR1)
     row = wait_phase("quickstart", timeout=180)
-    log = run_cli("logs", "quickstart")[1]
+    log = run_cli("logs", "quickstart", "--metrics")[1]
     assert row["phase"] == "SUCCEEDED", log[-3000:]
     assert "preempted (exit 75)" in log and row["restarts"] >= 1
     final = lambda name: json.loads(next(quickstart.glob(f"out/js-{name}-*/results/final.json")).read_text())  # noqa: E731
@@ -100,7 +100,7 @@ def test_scale_checkpoints_and_resumes_on_the_new_shape(quickstart):
     code, out, err = run_cli("scale", "quickstart", "--gpu-count", "1")
     assert code == 0, err
     row = wait_phase("quickstart", timeout=240)
-    log = run_cli("logs", "quickstart")[1]
+    log = run_cli("logs", "quickstart", "--metrics")[1]
     assert row["phase"] == "SUCCEEDED", log[-3000:]
     assert "scaled to 1 workers" in log
     events = [json.loads(line) for line in log.splitlines() if line.startswith('{"jetstream": "event"')]

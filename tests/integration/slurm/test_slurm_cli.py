@@ -123,7 +123,7 @@ def test_torchrun_4_workers_on_one_node_and_across_two(ws, jsctl, wait_done, ref
     assert one["world_size"] == two["world_size"] == 4
     assert one["final_loss"] == reference_loss  # bitwise: same seeds, same world size as the local run
     assert two["final_loss"] == pytest.approx(reference_loss, rel=1e-6)
-    code, out, _ = jsctl("logs", "quickstart-2x2")
+    code, out, _ = jsctl("logs", "quickstart-2x2", "--metrics")  # every line, metric lines too
     assert "on jsn[1-2]" in out and re.search(r"^1: ", out, re.M)
     code, node2, _ = jsctl("logs", "quickstart-2x2", "--node", "jsn2")
     assert code == 0 and node2 and not re.search(r"^\d+: ", node2, re.M)
@@ -136,7 +136,7 @@ def test_preemption_checkpoints_requeues_and_resumes(ws, jsctl, status, referenc
     job = status()["quickstart-4gpu"]
 
     def log() -> str:
-        return jsctl("logs", "quickstart-4gpu")[1]
+        return jsctl("logs", "quickstart-4gpu", "--metrics")[1]
     wait_for(lambda: re.search(r'"step": ([3-9]\d|1\d\d),', log()), 120, what="training to pass step 30")
     subprocess.run(["scancel", "--batch", "--signal=USR1", slurm_id(job)], check=True)
     requeued = wait_for(lambda: (s := status()["quickstart-4gpu"])["restarts"] == 1 and s["phase"] == "PENDING"
@@ -187,7 +187,7 @@ def test_torchrun_in_the_command_forms_one_group_and_survives_preemption(ws, jsc
     job = status()[preempted]
 
     def log() -> str:
-        return jsctl("logs", preempted)[1]
+        return jsctl("logs", preempted, "--metrics")[1]
     wait_for(lambda: re.search(r'"step": ([3-9]\d|1\d\d),', log()), 180, what="training to pass step 30")
     subprocess.run(["scancel", "--batch", "--signal=USR1", slurm_id(job)], check=True)
     wait_for(lambda: (s := status()[preempted])["restarts"] == 1 and s["phase"] == "PENDING", 90,

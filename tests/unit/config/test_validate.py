@@ -39,7 +39,7 @@ def test_seed_finetune_validates_as_written(jsctl):
 
 
 @pytest.mark.parametrize("text,line,col,message", [
-    ("version: jetstream.v1\njob: [1\n", 3, 1, "YAML syntax error"),
+    ("version: jetstream.v1\njob: [1\n", 2, 6, "YAML syntax error: '[' opened here is never closed (the file ends first)"),
     ("version: jetstream.v1\njob:\n\tname: x\n", 3, 1, "tab character in indentation"),
     ("version: jetstream.v1\njob:\n  name: a\n  name: b\nlifecycle: {command: [x]}\n", 4, 3, "duplicate key 'name'"),
     (GOOD.replace("count: 2", "count: thirty-two"), 8, 14, "'count' must be a positive integer, got 'thirty-two'"),

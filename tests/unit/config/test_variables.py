@@ -95,3 +95,49 @@ def test_the_core_knows_only_engine_neutral_names(write):
     assert not diags and data["lifecycle"]["command"][3] == "${SLURM_JOB_ID}"
     data, diags = interpolate(doc, doc.data, Variables({}), None, runtime=RuntimeNames(prefixes=("SLURM_",)))
     assert not diags
+
+
+# ---- issue 10: unused -v, did-you-mean for undefined names, var files that are not a mapping ----
+
+def test_cli_variable_no_file_uses_is_a_warning(write):
+    path = write("job.yaml", JOB)
+    v, diags = collect(["EXPERIMENT_NAME=x", "EXPERIMENT_NAM=y"], [write("vars.yaml", "FROM_FILE: 1\n")],
+                       {"JSCTL_VAR_FROM_ENV": "1"})
+    assert not diags
+    r = api.validate([path], v)
+    assert r.ok, r.diagnostics
+    warnings = [d for d in r.diagnostics if d.severity == "warning" and d.code == "V011"]
+    assert len(warnings) == 1  # only -v: var files and JSCTL_VAR_* are shared by many jobs
+    w = warnings[0]
+    assert w.message == "-v EXPERIMENT_NAM=... is set but no file given uses ${EXPERIMENT_NAM} " \
+                        "(did you mean 'EXPERIMENT_NAME'?)"
+    assert w.file == "<command line>" and "EXPERIMENT_NAME, GPUS, MODE" in w.hint  # not MASTER_ADDR, JOB_ID
+    assert "MASTER_ADDR" not in w.hint and "JOB_ID" not in w.hint
+
+
+def test_undefined_variable_did_you_mean_against_given_names(write):
+    path = write("job.yaml", JOB)
+    for cli, env in ((["EXPERIMENT_NAM=x"], {}), ([], {"JSCTL_VAR_EXPERIMENTNAME": "x"})):
+        v, _ = collect(cli, [], env)
+        r = api.validate([path], v)
+        undefined = [d for d in r.diagnostics if d.code == "V010"]
+        assert len(undefined) == 1 and "undefined variable 'EXPERIMENT_NAME' (did you mean" in undefined[0].message
+    v, _ = collect([], [], {})
+    undefined = [d for d in api.validate([path], v).diagnostics if d.code == "V010"]
+    assert undefined[0].message == "undefined variable 'EXPERIMENT_NAME'"  # nothing close was given
+
+
+def test_var_file_that_is_not_a_yaml_mapping_says_what_it_expects(write):
+    for name, text, where in (("vars.env", "EXPERIMENT_NAME=llama\nGPUS=4\n", (1, 1)),
+                              ("list.yaml", "- EXPERIMENT_NAME: llama\n", (1, 1)),
+                              ("broken.yaml", "EXPERIMENT_NAME: [llama\nGPUS: 4\n", None)):
+        _, diags = collect([], [write(name, text)], {})
+        errors = [d for d in diags if d.severity == "error"]
+        assert len(errors) == 1, (name, diags)
+        d = errors[0]
+        assert d.file.endswith(name) and d.line >= 1 and d.col >= 1
+        if where:
+            assert (d.line, d.col) == where and "mapping" in d.message
+        assert "YAML mapping of NAME: value" in d.hint, d
+    _, diags = collect([], [write("empty.yaml", "")], {})
+    assert not diags  # an empty var file sets nothing

@@ -16,6 +16,7 @@ from jsctl.model.spec import JobSpec
 from jsctl.plan import cost
 from jsctl.plan.cost import Assumptions, estimate, expected_wall_seconds, plan_cost
 from jsctl.model.job import Placement
+from jsctl.model.cluster import Offer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 H = 3600
@@ -57,7 +58,7 @@ def test_no_time_limit_means_no_bound(llama):
     spec = dataclasses.replace(llama, compute=dataclasses.replace(llama.compute, time_limit_s=None))
     e = estimate("job.x", spec, placed())
     assert e.bound is None and e.unbounded
-    assert e.text() == "$35.20/h, no run bound (no time_limit; pass --duration to estimate)"
+    assert e.text() == "$35.20/h, run bound unknown (no time_limit; set compute.time_limit or pass --duration)"
 
 
 def test_unplaced_or_unpriced_jobs_say_so(llama):
@@ -147,8 +148,57 @@ def test_summary_names_unbounded_and_unpriced_jobs(llama):
     open_ended = dataclasses.replace(llama, compute=dataclasses.replace(llama.compute, time_limit_s=None))
     pc = plan_cost([estimate("job.a", open_ended, placed()), estimate("job.b", llama, placed(None))])
     assert pc.unbounded == ("job.a",) and pc.unpriced == ("job.b",)
-    assert cost.format_summary(pc) == ("Estimated: +$35.20/h (run bound $0.00; unbounded: job.a; "
+    assert cost.format_summary(pc) == ("Estimated: +$35.20/h (run bound unknown: no time_limit for job.a; "
                                        "no price: job.b)")
+
+
+def test_summary_without_time_limit_never_reads_as_a_zero_bound(llama):
+    """Issue 10: "run bound $0.00; unbounded: …" read as if the run were free."""
+    open_ended = dataclasses.replace(llama, compute=dataclasses.replace(llama.compute, time_limit_s=None))
+    alone = cost.format_summary(plan_cost([estimate("job.a", open_ended, placed())]))
+    assert "$0.00" not in alone and "run bound unknown: no time_limit for job.a" in alone
+    mixed = plan_cost([estimate("job.a", open_ended, placed()), estimate("job.b", llama, placed())])
+    assert "run bound at least $1,689.60: no time_limit for job.a" in cost.format_summary(mixed)
+
+
+def test_without_time_limit_the_offers_max_time_is_what_the_engine_may_apply(llama):
+    open_ended = dataclasses.replace(llama, compute=dataclasses.replace(llama.compute, time_limit_s=None))
+    partition = Offer("hpc", "slurm", "gpu-a100", "a100-80gb", 8, 16, 96, 2**41, max_time_s=2 * H,
+                      gpu_hour_price=1.1)
+    e = estimate("job.a", open_ended, placed(), offer=partition)
+    assert e.bound is None and e.unbounded and e.engine_time_limit_s == 2 * H
+    assert e.text() == ("$35.20/h, run bound unknown (no time_limit; the engine may apply the pool's default or "
+                        "maximum time limit, at most 2h: $70.40; set compute.time_limit or pass --duration)")
+    assert "hpc / gpu-a100 may apply its default or maximum time limit" in e.note
+    assert e.to_dict()["engine_time_limit_s"] == 2 * H
+    summary = cost.format_summary(plan_cost([e]))
+    assert "run bound unknown" in summary and "at most $70.40 if the engine applies" in summary
+    no_max = dataclasses.replace(partition, max_time_s=None)
+    assert estimate("job.a", open_ended, placed(), offer=no_max).engine_time_limit_s is None
+    assert estimate("job.a", llama, placed(), offer=partition).engine_time_limit_s is None  # it has a limit
+
+
+def test_duration_beyond_time_limit_is_capped_and_says_so(llama):
+    e = estimate("job.x", llama, placed(), duration_s=72 * H)
+    assert e.duration_s == 48 * H and e.duration_from == "time_limit" and e.bound == 1689.60
+    assert e.duration_capped_s == 72 * H
+    assert e.text() == ("$35.20/h, at most $1,689.60 for time_limit 48h "
+                        "(not --duration 72h: the job stops at its time_limit)")
+    shorter = estimate("job.x", llama, placed(), duration_s=10 * H)
+    assert shorter.duration_capped_s is None and shorter.duration_from == "--duration"
+
+
+def test_cpu_only_job_on_gpu_nodes_at_unknown_price_is_a_warning(llama):
+    cpu_job = dataclasses.replace(llama, compute=dataclasses.replace(llama.compute, gpu=None))
+    gpu_pool = Offer("hpc", "slurm", "gpu-a100", "a100-80gb", 8, 16, 96, 2**41, gpu_hour_price=1.1)
+    where = Placement("hpc", "slurm", "gpu-a100", 1, 0, None, 4, None, None, "on-demand", None)
+    e = estimate("job.prep", cpu_job, where, offer=gpu_pool)
+    assert e.price_per_hour is None and "CPU-only" in e.note
+    assert e.warning.startswith("job.prep uses no GPU but is placed on hpc / gpu-a100, a pool of 8-GPU nodes")
+    assert plan_cost([e]).warnings == (e.warning,)
+    cpu_pool = dataclasses.replace(gpu_pool, gpu_type=None, gpus_per_node=0)
+    assert estimate("job.prep", cpu_job, where, offer=cpu_pool).warning is None
+    assert estimate("job.prep", llama, placed(None), offer=gpu_pool).warning is None  # a GPU job: no warning
 
 
 def test_budget_names_the_jobs_over_it(llama):

@@ -1,0 +1,58 @@
+"""`--target` (issue 10): one that matches nothing is an error naming the addresses that exist,
+with a did-you-mean; a job's bare name, its address and `workflow.W` all select."""
+from __future__ import annotations
+
+import pytest
+
+from jsctl.config import workspace
+from jsctl.config.variables import Variables
+from jsctl.errors import UsageError
+from jsctl.model.state import State
+from jsctl.plan.planner import PlanInputs, check_targets, make_plan
+from jsctl.plan.resolve import load_sources
+
+JOB = "version: jetstream.v1\njob: {{name: {name}}}\nlifecycle: {{command: [\"true\"]}}\n"
+WORKFLOW = ("version: jetstream.v1\nworkflow:\n  name: pipe\n  jobs:\n"
+            "    - {name: prep, spec: prep.yaml}\n    - {name: train, spec: train.yaml, dependsOn: [prep]}\n")
+
+
+def plan(tmp_path, targets, state=None):
+    for name in ("llama-7b-sft", "prep", "train"):
+        (tmp_path / f"{name}.yaml").write_text(JOB.format(name=name))
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    paths = [str(tmp_path / "llama-7b-sft.yaml"), str(tmp_path / "wf.yaml")]
+    sources, diags = load_sources(paths, Variables({}))
+    assert not [d for d in diags if d.severity == "error"], diags
+    return make_plan(PlanInputs(sources, state or State(), workspace.load(None), targets=tuple(targets),
+                                files=tuple(paths)))
+
+
+@pytest.mark.parametrize("target, picked", [
+    ("llama-7b-sft", ["job.llama-7b-sft"]),
+    ("job.llama-7b-sft", ["job.llama-7b-sft"]),
+    ("train", ["workflow.pipe.job.train"]),
+    ("workflow.pipe", ["workflow.pipe.job.prep", "workflow.pipe.job.train"]),
+])
+def test_target_selects_by_name_address_or_workflow(tmp_path, target, picked):
+    assert [c.address for c in plan(tmp_path, [target]).changes] == picked
+
+
+def test_target_matching_nothing_is_an_error_with_did_you_mean(tmp_path):
+    with pytest.raises(UsageError) as raised:
+        plan(tmp_path, ["llama-7b-stf"])
+    assert "--target llama-7b-stf matches no job (did you mean 'llama-7b-sft'?)" in raised.value.message
+    hint = raised.value.hint
+    assert "job.llama-7b-sft" in hint and "workflow.pipe.job.train" in hint and "workflow.pipe.job.prep" in hint
+
+
+def test_one_good_and_one_bad_target_is_still_an_error(tmp_path):
+    with pytest.raises(UsageError) as raised:
+        plan(tmp_path, ["train", "job.nothing"])
+    assert "job.nothing" in raised.value.message and "train matches" not in raised.value.message
+
+
+def test_state_addresses_count():
+    check_targets(["old"], ["job.old"])  # a job only state knows (to destroy) is a valid target
+    with pytest.raises(UsageError) as raised:
+        check_targets(["x"], [])
+    assert "matches no job" in raised.value.message and "no jobs" in raised.value.hint
