@@ -139,10 +139,21 @@ def _target(ws: Workspace, job: str) -> tuple[str, StateRecord, ProviderClient, 
 
 
 def logs(ws: Workspace, job: str, node: str | None = None, follow: bool = False,
-         tail: int | None = None) -> Iterator[str]:
-    """A job's log lines (all nodes, or one); with `follow`, until the job ends."""
+         tail: int | None = None, metrics: bool = True) -> Iterator[str]:
+    """A job's log lines (all nodes, or one); with `follow`, until the job ends. Without `metrics`,
+    the runtime's JSON metric lines are left out (`tail` counts the lines that remain; while
+    following, the first lines are the engine's last `tail` before the filter)."""
+    from collections import deque
+
+    from jsctl.metrics import is_metric_line
+
     _, _, client, handle = _target(ws, job)
-    return client.logs(handle, node=node, follow=follow, tail=tail)
+    if metrics:
+        return client.logs(handle, node=node, follow=follow, tail=tail)
+    if follow or tail is None:
+        return (line for line in client.logs(handle, node=node, follow=follow, tail=tail)
+                if not is_metric_line(line))
+    return iter(deque((line for line in client.logs(handle, node=node) if not is_metric_line(line)), maxlen=tail))
 
 
 def metrics(ws: Workspace, job: str) -> MetricsSummary:

@@ -16,14 +16,35 @@ var_file_option = click.option("--var-file", "var_files", multiple=True, type=cl
                                help="YAML mapping of variables (repeatable).")
 
 
+def variables_or_raise(cli_vars, var_files):
+    """-v, --var-file and JSCTL_VAR_*; a bad var file raises ConfigError quoting its line."""
+    from jsctl import api
+
+    variables, diags = api.variables(cli_vars, var_files)
+    if diags:
+        exc = ConfigError(diags)
+        exc.sources = _texts(var_files)  # quote the var file's line under the message
+        raise exc
+    return variables
+
+
+def _texts(paths) -> dict[str, str]:
+    texts = {}
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                texts[path] = fh.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
+
+
 def load_validated(paths: tuple[str, ...], cli_vars: tuple[str, ...], var_files: tuple[str, ...],
                    as_json: bool = False):
     """Validate or raise ConfigError carrying every diagnostic (and the sources to quote)."""
     from jsctl import api
 
-    variables, diags = api.variables(cli_vars, var_files)
-    if diags:
-        raise ConfigError(diags)
+    variables = variables_or_raise(cli_vars, var_files)
     result = api.validate(list(paths), variables)
     if not result.ok:
         exc = ConfigError(result.diagnostics)

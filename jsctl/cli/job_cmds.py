@@ -132,11 +132,9 @@ def logs(job, follow, tail, node, show_metrics, workspace_file) -> None:
     Example: jsctl logs -f --tail 100 quickstart
     """
     from jsctl import api
-    from jsctl.metrics import is_metric_line
 
-    for line in api.logs(api.open_workspace(workspace_file), job, node, follow, tail):
-        if show_metrics or not is_metric_line(line):
-            click.echo(line, nl=False)
+    for line in api.logs(api.open_workspace(workspace_file), job, node, follow, tail, metrics=show_metrics):
+        click.echo(line, nl=False)
 
 
 def _control_command(name: str, doc: str):

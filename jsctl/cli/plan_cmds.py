@@ -8,7 +8,7 @@ import click
 
 from jsctl.cli.common import (FilesCommand, confirm, echo_err, files_option, input_files, lock_seconds,
                               lock_timeout_option, on_lock_wait, recursive_option, workspace_option)
-from jsctl.cli.config_cmds import var_file_option, var_option
+from jsctl.cli.config_cmds import var_file_option, var_option, variables_or_raise
 from jsctl.errors import UsageError
 
 target_option = click.option("--target", "targets", multiple=True, metavar="ADDR",
@@ -32,29 +32,6 @@ def changing_options(command):
                             lock_timeout_option, workspace_option)):
         command = option(command)
     return command
-
-
-def _variables(cli_vars, var_files):
-    from jsctl import api
-    from jsctl.errors import ConfigError
-
-    variables, diags = api.variables(cli_vars, var_files)
-    if diags:
-        exc = ConfigError(diags)
-        exc.sources = _texts(var_files)  # quote the var file's line under the message
-        raise exc
-    return variables
-
-
-def _texts(paths) -> dict[str, str]:
-    texts = {}
-    for path in paths:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                texts[path] = fh.read()
-        except (OSError, UnicodeDecodeError):
-            continue
-    return texts
 
 
 def _error_document(command):
@@ -115,7 +92,8 @@ def plan(files, cli_vars, var_files, targets, refresh, probe_timeout, out, as_js
     if not files:
         raise UsageError("plan needs at least one -f FILE")
     ws = api.open_workspace(workspace_file)
-    the_plan = api.plan(input_files(files), _variables(cli_vars, var_files), ws, targets, destroy, echo=echo_err,
+    variables = variables_or_raise(cli_vars, var_files)
+    the_plan = api.plan(input_files(files), variables, ws, targets, destroy, echo=echo_err,
                         duration_s=_seconds(duration, "--duration"), max_cost=max_cost, refresh=refresh,
                         probe_timeout_s=probe_timeout)
     if check_remote:
@@ -234,8 +212,8 @@ def apply(planfile, files, cli_vars, var_files, targets, refresh, probe_timeout,
                 show("No changes. Nothing to apply.")
             _run_apply(ws, the_plan, True, "", "Apply complete!", as_json)
             return
-        the_plan = api.plan(input_files(files), _variables(cli_vars, var_files), ws, targets, echo=echo_err,
-                            refresh=refresh, probe_timeout_s=probe_timeout)
+        variables = variables_or_raise(cli_vars, var_files)
+        the_plan = api.plan(input_files(files), variables, ws, targets, echo=echo_err, refresh=refresh, probe_timeout_s=probe_timeout)
         show(output.render_text(the_plan))
         _run_apply(ws, the_plan, auto_approve, "Do you want to perform these actions?", "Apply complete!", as_json)
 
@@ -256,8 +234,8 @@ def destroy(files, cli_vars, var_files, targets, refresh, probe_timeout, auto_ap
     ws = api.open_workspace(workspace_file)
     store = api.store_for(ws)
     with store.locked("destroy", lock_seconds(lock_timeout), on_lock_wait):
-        the_plan = api.plan(input_files(files), _variables(cli_vars, var_files), ws, targets, destroy=True, echo=echo_err,
-                            refresh=refresh, probe_timeout_s=probe_timeout)
+        variables = variables_or_raise(cli_vars, var_files)
+        the_plan = api.plan(input_files(files), variables, ws, targets, destroy=True, echo=echo_err, refresh=refresh, probe_timeout_s=probe_timeout)
         (echo_err if as_json else click.echo)(output.render_text(the_plan))
         _run_apply(ws, the_plan, auto_approve, "Do you really want to destroy these jobs?", "Destroy complete!",
                    as_json)

@@ -19,3 +19,9 @@ def test_logs_hide_metric_lines_unless_asked(ws):
     assert code == 0 and METRIC in out.splitlines() and "before" in out.splitlines(), err
     code, out, err = run_cli("metrics", "talk")
     assert code == 0 and "2.5" in out, (out, err)
+    # --tail counts the lines that are shown: the metric line before jsctl's closing line is not one
+    (ws / "job.yaml").write_text(job_yaml("tail", ["bash", "-c", f"echo first; echo last; echo '{METRIC}'"]))
+    assert run_cli("apply", "-f", "job.yaml", "--auto-approve")[0] == 0
+    assert wait_phase("tail")["phase"] == "SUCCEEDED"
+    code, out, err = run_cli("logs", "tail", "--tail", "2")
+    assert code == 0 and out.splitlines()[0] == "last" and len(out.splitlines()) == 2, (out, err)

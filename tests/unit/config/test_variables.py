@@ -141,3 +141,10 @@ def test_var_file_that_is_not_a_yaml_mapping_says_what_it_expects(write):
         assert "YAML mapping of NAME: value" in d.hint, d
     _, diags = collect([], [write("empty.yaml", "")], {})
     assert not diags  # an empty var file sets nothing
+
+
+def test_validate_quotes_the_var_files_line_like_plan(write, jsctl):
+    job = write("job.yaml", "version: jetstream.v1\njob: {name: j}\nlifecycle: {command: [echo, hi]}\n")
+    code, _, err = jsctl("validate", job, "--var-file", write("vars.env", "EXPERIMENT_NAME=llama\n"))
+    assert code == 1 and "vars.env:1:1: error" in err
+    assert "    EXPERIMENT_NAME=llama\n    ^" in err, err
