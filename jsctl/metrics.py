@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-METRIC_FIELDS = ("loss", "lr", "step_time_s", "samples_per_s", "tokens_per_s", "peak_mem_bytes")
+METRIC_FIELDS = ("loss", "lr", "step_time_s", "compute_s", "comm_s", "samples_per_s", "tokens_per_s", "peak_mem_bytes")
+SAMPLE_FIELDS = ("step_time_s", "compute_s", "comm_s", "peak_mem_bytes")
+"""What each metric record of the current attempt keeps in `MetricsSummary.samples` (for tuning)."""
 _SPARK = "▁▂▃▄▅▆▇█"
 _MARK = '{"jetstream"'
 
@@ -53,6 +55,10 @@ class MetricsSummary:
     restores: tuple[tuple[int, int], ...] = ()  # (step restored, restart count)
     last_event: str | None = None
     last_time: float | None = None
+    samples: tuple[Mapping[str, float], ...] = ()  # the current attempt's records (SAMPLE_FIELDS + step)
+    parallelism: str | None = None  # as the current attempt's start event reported it
+    sharding_strategy: str | None = None
+    world_size: int | None = None
 
     def latest(self, name: str) -> float | None:
         s = self.stats.get(name)
@@ -97,6 +103,8 @@ def parse_metrics(lines: Iterable[str]) -> MetricsSummary:
     last_ckpt = None
     last_time = None
     restores: list[tuple[int, int]] = []
+    samples: list[dict[str, float]] = []
+    parallelism = sharding = world_size = None
     for line in lines:
         rec = _parse_line(line)
         if rec is None:
@@ -117,6 +125,10 @@ def parse_metrics(lines: Iterable[str]) -> MetricsSummary:
                 latest[name] = v
                 if name in series and step is not None:
                     series[name][step] = v  # a replay after a restart overwrites its steps
+            sample = {n: v for n in SAMPLE_FIELDS if (v := _number(rec.get(n))) is not None}
+            if step is not None:
+                sample["step"] = float(step)
+            samples.append(sample)
         elif kind == "checkpoint" and isinstance(rec.get("step"), int):
             checkpoints += 1
             last_ckpt = CheckpointRecord(
@@ -125,6 +137,10 @@ def parse_metrics(lines: Iterable[str]) -> MetricsSummary:
             )
         elif kind == "event":
             last_event = rec.get("event", last_event)
+            if rec.get("event") == "start":  # a new attempt (maybe another strategy or shape): measure it alone
+                samples = []
+                parallelism, sharding = rec.get("parallelism"), rec.get("sharding_strategy")
+                world_size = rec.get("world_size") if isinstance(rec.get("world_size"), int) else None
             if rec.get("event") == "restore" and isinstance(rec.get("step"), int):
                 restores.append((rec["step"], int(rec.get("restart_count") or 0)))
     stats = {
@@ -138,6 +154,8 @@ def parse_metrics(lines: Iterable[str]) -> MetricsSummary:
         throughput_series=tuple(sorted(series["samples_per_s"].items())),
         tokens_series=tuple(sorted(series["tokens_per_s"].items())),
         restores=tuple(restores), last_event=last_event, last_time=last_time,
+        samples=tuple(MappingProxyType(x) for x in samples), parallelism=parallelism, sharding_strategy=sharding,
+        world_size=world_size,
     )
 
 
@@ -181,7 +199,7 @@ def mem(value: float) -> str:
 def _fmt(name: str, value: float) -> str:
     if name == "peak_mem_bytes":
         return mem(value)
-    if name == "step_time_s":
+    if name in ("step_time_s", "compute_s", "comm_s"):
         return seconds(value)
     if name in ("samples_per_s", "tokens_per_s"):
         return human(value)
@@ -204,7 +222,9 @@ def render_metrics(summary: MetricsSummary, detail: bool = False) -> str:
         parts.append(f"tokens/s {human(tps)} {sparkline([v for _, v in summary.tokens_series])}".rstrip())
     st = summary.latest("step_time_s")
     if st is not None:
-        parts.append(f"step {seconds(st)}")
+        comm = summary.latest("comm_s")
+        parts.append(f"step {seconds(st)}" + (f" ({comm / st:.0%} waiting on collectives)" if comm is not None and st > 0
+                                              else ""))
     peak = summary.stats.get("peak_mem_bytes")
     if peak is not None:
         parts.append(f"mem {mem(peak.max)} peak ({summary.mem_kind or '?'})")

@@ -1,4 +1,4 @@
-"""Day-two verbs on jobs in state: status, describe, logs, stop, pause, resume, scale, metrics.
+"""Day-two verbs on jobs in state: status, describe, logs, stop, pause, resume, scale, metrics, tune.
 
 Each takes a job reference (name, address, job id or handle), acts through the job's provider
 client, records what it did in state, and returns typed data for the CLI to print.
@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from jsctl.api.live import Echo, observe, refresh, store_for
 from jsctl.model.state import NotSubmitted, State, StateRecord
@@ -17,6 +17,7 @@ from jsctl.model.status import JobHandle
 if TYPE_CHECKING:
     from jsctl.config.workspace import Workspace
     from jsctl.metrics import MetricsSummary
+    from jsctl.plan.tuning import Recommendation
     from jsctl.providers.base import ProviderClient
 
 OnLockWait = Callable[[dict], None]  # told the holder's lock info once, when the state lock is busy
@@ -57,6 +58,7 @@ class JobDetail:
     status: JobStatus
     record: StateRecord | None
     not_submitted: NotSubmitted | None = None
+    recommendation: Recommendation | None = None  # a running job's strategy, judged by what it measured
 
 
 @dataclass(frozen=True)
@@ -119,7 +121,16 @@ def describe(ws: Workspace, job: str, echo: Echo | None = None) -> JobDetail:
     state = store_for(ws).read()
     address = find(state, job)
     seen = observe(ws, state, refresh(ws, state, echo))
-    return JobDetail(_row(seen, address, time.time()), seen.record(address), seen.unsubmitted().get(address))
+    row = _row(seen, address, time.time())
+    advice = None
+    if row.phase in ("RUNNING", "PAUSED"):
+        from jsctl.errors import JsctlError
+
+        try:
+            advice = advise(ws, job)
+        except (JsctlError, OSError):  # the log cannot be read now: describe shows the rest
+            advice = None
+    return JobDetail(row, seen.record(address), seen.unsubmitted().get(address), advice)
 
 
 def _target(ws: Workspace, job: str) -> tuple[str, StateRecord, ProviderClient, JobHandle]:
@@ -215,3 +226,93 @@ def scale(ws: Workspace, job: str, gpus: int, lock_timeout_s: float = 0.0,
     _record(ws, address, "scale", f"scaled to {gpus} GPUs", lock_timeout_s, on_lock_wait, scaled)
     return Controlled("scale", address, handle, gpus)
 
+
+
+# ---- tuning from what the job measures (docs/tuning.md) ---------------------------------------
+@dataclass(frozen=True)
+class Tuned:
+    """What `tune` found and did: the rule's recommendation, the strategy switched to (None: nothing
+    applied) and the job's handle."""
+
+    address: str
+    handle: JobHandle
+    recommendation: Recommendation
+    applied: Mapping[str, Any] | None = None
+
+
+def _memory_limit(record: StateRecord, client: ProviderClient) -> int | None:
+    """One worker's memory: the placement's GPU model, else what the provider says (local: a share of
+    the host's memory, or its memory_per_worker setting)."""
+    from jsctl.model import gpus
+
+    placement = dict(record.placement or {})
+    if not placement.get("emulated") and placement.get("gpu_type"):
+        gpu = gpus.model(str(placement["gpu_type"]))
+        if gpu is not None:
+            return int(gpu.memory_gib * 2**30)
+    return client.memory_per_worker(placement)
+
+
+def _recommend(record: StateRecord, client: ProviderClient, summary: MetricsSummary) -> Recommendation:
+    from jsctl.plan.tuning import measure, recommend
+
+    strategy = dict(record.strategy or {})
+    if not strategy and summary.parallelism:
+        strategy = {"parallelism": summary.parallelism, "config": (
+            {"sharding_strategy": summary.sharding_strategy} if summary.sharding_strategy else {})}
+    placement = dict(record.placement or {})
+    world = summary.world_size or max(int(placement.get("nodes") or 1) * int(placement.get("gpus_per_node") or 1), 1)
+    return recommend(strategy, measure(summary.samples, summary.mem_kind), _memory_limit(record, client), world)
+
+
+def advise(ws: Workspace, job: str, summary: MetricsSummary | None = None) -> Recommendation:
+    """The tuning rule's verdict on a job's strategy from the metrics of its current attempt
+    (`summary`: what `metrics` returned, else read from the job's log now)."""
+    from jsctl.metrics import parse_metrics
+
+    _, record, client, handle = _target(ws, job)
+    return _recommend(record, client, summary if summary is not None else parse_metrics(client.logs(handle)))
+
+
+def tune(ws: Workspace, job: str, apply: bool = False, to: str | None = None, lock_timeout_s: float = 0.0,
+         on_lock_wait: OnLockWait | None = None) -> Tuned:
+    """The rule's recommendation for a job's strategy; with `apply`, switch the running job to it (or to
+    `to`: ddp, fsdp, fsdp:SHARDING) through checkpoint, restart and resharded restore, where its
+    provider can. State records the new strategy, so the next plan shows the job file's difference."""
+    from jsctl.errors import UsageError
+    from jsctl.metrics import parse_metrics
+    from jsctl.plan.tuning import label, parse_target
+
+    address, record, client, handle = _target(ws, job)
+    advice = _recommend(record, client, parse_metrics(client.logs(handle)))
+    target = parse_target(to, advice.current) if to else (advice.target if advice.wrong else None)
+    if not apply:
+        return Tuned(address, handle, advice, None)
+    if target is None:
+        raise UsageError(f"nothing to apply to {address}: {advice.describe()}",
+                         hint="name a strategy with --to ddp|fsdp[:SHARDING] to switch anyway")
+    if dict(target) == dict(advice.current):
+        raise UsageError(f"{address} already runs with {label(target)}")
+    client.tune(handle, target)
+
+    def tuned(r: StateRecord) -> StateRecord:
+        spec = copy.deepcopy(dict(r.spec or {}))
+        section = spec.setdefault("strategy", {})
+        section["parallelism"] = target["parallelism"]
+        config = dict(section.get("config") or {})
+        sharding = (target.get("config") or {}).get("sharding_strategy")
+        if target["parallelism"] == "fsdp" and sharding:
+            config["sharding_strategy"] = sharding
+        else:
+            for key in ("sharding_strategy", "cpu_offload"):
+                config.pop(key, None)
+        if (target.get("config") or {}).get("cpu_offload"):
+            config["cpu_offload"] = True
+        if config:
+            section["config"] = config
+        else:
+            section.pop("config", None)
+        return replace(r, spec=spec, strategy=dict(target))
+
+    _record(ws, address, "tune", f"strategy switched to {label(target)}", lock_timeout_s, on_lock_wait, tuned)
+    return Tuned(address, handle, advice, dict(target))

@@ -1,4 +1,5 @@
-"""Day-two verbs on jobs in state: status, describe, logs, stop, pause, resume, scale, metrics (views of jsctl.api)."""
+"""Day-two verbs on jobs in state: status, describe, logs, stop, pause, resume, scale, metrics, tune (views of
+jsctl.api)."""
 from __future__ import annotations
 
 import json
@@ -90,6 +91,8 @@ def describe(job, workspace_file) -> None:
     click.echo(f"Placement:  {_placement_text(record.placement or {})}")
     if record.strategy:
         click.echo(f"Strategy:   {json.dumps(record.strategy, sort_keys=True)}")
+    if detail.recommendation is not None and detail.recommendation.wrong:
+        click.echo(f"Tuning:     {detail.recommendation.describe()}\n            {_tune_hint(job, detail.recommendation)}")
     for name, path in record.outputs.items():
         click.echo(f"Output:     {name} → {path}")
     click.echo("Events:")
@@ -191,8 +194,64 @@ def metrics(job, detail, workspace_file) -> None:
     from jsctl import api
     from jsctl.metrics import render_metrics
 
-    summary = api.metrics(api.open_workspace(workspace_file), job)
+    ws = api.open_workspace(workspace_file)
+    summary = api.metrics(ws, job)
     click.echo(render_metrics(summary, detail=detail))
+    advice = api.advise(ws, job, summary)
+    if advice.wrong:
+        click.echo(f"recommendation: {advice.describe()}\n  {_tune_hint(job, advice)}")
 
 
-COMMANDS = (status, describe, logs, stop, pause, resume, scale, metrics)
+def _tune_hint(job: str, advice) -> str:
+    if advice.target is not None:
+        return f"run jsctl tune {job} --apply to switch (checkpoint, restart, resharded restore)"
+    return "change the job file and run jsctl apply"
+
+
+def _measured(advice) -> str:
+    from jsctl.metrics import mem, seconds
+
+    m = advice.measurements
+    bits = [f"step {seconds(m.step_s)}" if m.step_s is not None else "step time unknown"]
+    bits.append(f"{m.comm_share:.0%} waiting on collectives" if m.comm_share is not None else "collectives not timed")
+    if m.peak_mem_bytes is not None:
+        bits.append(f"peak memory {mem(m.peak_mem_bytes)} ({m.mem_kind or '?'})"
+                    + (f" of {mem(advice.memory_bytes)}" if advice.memory_bytes else ""))
+    return ", ".join(bits) + f" (median of {m.records} record{'s' if m.records != 1 else ''})"
+
+
+@click.command()
+@click.argument("job")
+@click.option("--apply", "do_apply", is_flag=True,
+              help="Switch the running job: checkpoint, restart under the new strategy, restore resharded.")
+@click.option("--to", "to", default=None, metavar="ddp|fsdp[:SHARDING]",
+              help="The strategy to switch to instead of the recommendation (e.g. ddp, fsdp:SHARD_GRAD_OP).")
+@click.option("--json", "as_json", is_flag=True, help="The recommendation, its measurements and what was applied.")
+@lock_timeout_option
+@workspace_option
+def tune(job, do_apply, to, as_json, lock_timeout, workspace_file) -> None:
+    """Judge a running job's strategy by what it measures; with --apply, switch it (docs/tuning.md).
+
+    Example: jsctl tune quickstart --apply --to ddp
+    """
+    from jsctl import api
+    from jsctl.plan.tuning import label
+
+    done = api.tune(api.open_workspace(workspace_file), job, do_apply, to, lock_seconds(lock_timeout), on_lock_wait)
+    advice = done.recommendation
+    if as_json:
+        click.echo(json.dumps({"format_version": JSON_FORMAT_VERSION, "address": done.address,
+                               "handle": str(done.handle), "recommendation": advice.to_dict(),
+                               "applied": dict(done.applied) if done.applied is not None else None}, indent=2))
+        return
+    click.echo(f"{done.address}: {label(advice.current)}\nmeasured: {_measured(advice)}\n"
+               f"recommendation: {advice.describe()}")
+    if done.applied is not None:
+        click.echo(f"Switching {done.address} ({done.handle}) to {label(done.applied)}: it checkpoints and resumes "
+                   f"under the new strategy.\nThe job file still says {label(advice.current)}: the next plan shows "
+                   f"the difference until you change strategy there too.")
+    elif advice.wrong or to:
+        click.echo(_tune_hint(job, advice) if not to else f"run jsctl tune {job} --apply --to {to} to switch")
+
+
+COMMANDS = (status, describe, logs, stop, pause, resume, scale, metrics, tune)

@@ -74,6 +74,9 @@ def _error_document(command):
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 0: no changes, 1: error, 2: changes.")
 @click.option("--destroy", is_flag=True, help="Plan to destroy every job of these files.")
 @click.option("--show-artifacts", is_flag=True, help="Print each rendered artifact in full.")
+@click.option("--explain-memory", is_flag=True,
+              help="Print memory per GPU for each job with every term (model states, activations, allowances); "
+                   "--json carries them in strategy_advice.memory.")
 @click.option("--max-cost", type=float, default=None, metavar="DOLLARS",
               help="Fail (exit 1) when a job's run bound, or the plan's, is over this (else budget: in jsctl.yaml).")
 @click.option("--duration", default=None, metavar="DURATION", help="Price runs for this long instead of time_limit.")
@@ -81,7 +84,7 @@ def _error_document(command):
               help="Ask each scheduler whether and when it would start the jobs (Slurm: sbatch --test-only).")
 @workspace_option
 def plan(files, cli_vars, var_files, targets, refresh, probe_timeout, out, as_json, fmt, detailed_exitcode, destroy, show_artifacts,
-         max_cost, duration, check_remote, workspace_file) -> None:
+         explain_memory, max_cost, duration, check_remote, workspace_file) -> None:
     """Show what apply would do: placement, strategy, cost, artifacts, as a diff against state.
 
     Example: jsctl plan -f examples/quickstart.yaml -out plan.json
@@ -104,6 +107,8 @@ def plan(files, cli_vars, var_files, targets, refresh, probe_timeout, out, as_js
         click.echo(output.render_markdown(the_plan))
     else:
         click.echo(output.render_text(the_plan, show_artifacts))
+    if explain_memory and not (as_json or fmt == "json"):
+        click.echo("\n" + output.explain_memory(the_plan))
     if out:
         planfile.save(the_plan, out)
         if not (as_json or fmt == "json"):

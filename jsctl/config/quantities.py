@@ -53,9 +53,11 @@ def parse_frequency(text: str) -> tuple[str, int]:
     return "seconds", n * {"s": 1, "m": 60, "h": 3600}[unit]
 
 
-def parse_parameters(text: str | int) -> float:
-    """`7B` → 7e9 parameters."""
-    if isinstance(text, int):
+def parse_parameters(text: str | int | float) -> float:
+    """`7B` → 7e9 parameters; `1.3e9` (a number, or YAML's string for it) → 1.3e9."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]+", text.strip()):
         return float(text)
     m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([KMBT])", text.strip())
     if not m:

@@ -7,8 +7,8 @@ from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, warning
 from jsctl.config.loader import Document
 from jsctl.model import gpus
 
-FSDP_ONLY = ("sharding_strategy", "cpu_offload")
-DEEPSPEED_ONLY = ("zero_stage", "offload_optimizer", "offload_param")
+FSDP_ONLY = ("sharding_strategy", "cpu_offload", "reduce_dtype")
+DEEPSPEED_ONLY = ("zero_stage", "offload_optimizer", "offload_param", "gradient_clipping")  # in the DeepSpeed JSON
 
 
 def check_job(doc: Document, data: dict) -> list[Diagnostic]:

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from jsctl import JSON_FORMAT_VERSION
 from jsctl.errors import JsctlError
-from jsctl.plan import cost
+from jsctl.plan import cost, strategy_config
 from jsctl.plan.model import SYMBOL, TF_ACTIONS, Plan, ResourceChange
 from jsctl.plan.placement import PlacementResult, candidates_table
 from jsctl.render import shjoin
@@ -51,6 +51,12 @@ def job_lines(c: ResourceChange, show_artifacts: bool = False) -> list[str]:
         out.append(f"      {mark} placement   = {p.describe()}")
     if c.why.strategy:
         out.append(f"      {mark} strategy    = {c.why.strategy}")
+        chosen_why = (c.why.strategy_advice or {}).get("why")
+        if chosen_why and chosen_why != "as configured":  # parallelism: auto — the advisor's one line
+            out.append(f"                    ({chosen_why})")
+    generated = strategy_config.describe(c.strategy) if c.strategy else ""
+    if generated:  # what JETSTREAM_STRATEGY (and a DeepSpeed job's config file) carries
+        out.append(f"      {mark} config      = {generated}")
     if c.cost is not None:
         before = (c.before or {}).get("cost_basis", {}).get("price_per_hour")
         if c.action == "update" and before is not None and before != c.cost.price_per_hour:
@@ -144,6 +150,53 @@ def why_text(c: ResourceChange) -> str:
     if c.action == "update" and not parts:
         parts.append("bookkeeping only (what runs stays as it is)")
     return "; ".join(parts)
+
+
+def _gib(x: float) -> str:
+    return f"{x / 2**30:8.2f} GiB"
+
+
+def memory_lines(c: ResourceChange) -> list[str]:
+    """Every term of one job's memory per GPU (`plan --explain-memory`), from the advice's data."""
+    advice = c.why.strategy_advice or {}
+    mem = advice.get("memory")
+    if not mem:
+        why = "no placement" if not advice else "model size unknown (give model.parameters or model.config)"
+        return [f"  {c.address}: not estimated: {why}"]
+    gpu = advice.get("gpu_memory_bytes")
+    p = c.placement
+    where = f"{mem['nodes']} × {mem['gpus_per_node']}" + (f" {p.gpu_type}" if p and p.gpu_type else "")
+    out = [f"  {c.address}: {mem['option']}, {mem['precision']}, {where}"]
+    m = mem.get("model") or {}
+    shape = [f"{m['parameters'] / 1e9:.2f}B parameters ({m.get('source') or 'model'})"]
+    for key, label in (("hidden", "hidden"), ("layers", "layers"), ("heads", "heads"), ("kv_heads", "KV heads"),
+                       ("intermediate", "intermediate"), ("vocab", "vocab"), ("experts", "experts"),
+                       ("sequence_length", "sequence"), ("micro_batch_size", "micro-batch")):
+        if m.get(key):
+            shape.append(f"{label} {m[key]}")
+    out.append("    model: " + ", ".join(shape))
+    width = max(len(t["name"]) for t in mem["terms"])
+    for t in mem["terms"]:
+        mark = ">=" if t["lower_bound"] else "  "
+        out.append(f"    {t['name']:<{width}} {mark}{_gib(t['bytes'])}   {t['why']}")
+    total = f"    {'total':<{width}} {'>=' if mem['lower_bound'] else '  '}{_gib(mem['total_bytes'])}"
+    if gpu:
+        verdict = {True: "fits", False: "DOES NOT FIT", None: "unknown"}[advice.get("fits")]
+        total += f"   of {gpu / 2**30:.0f} GiB per GPU: {verdict}"
+    out.append(total)
+    if mem["lower_bound"]:
+        out.append("    (>= a lower bound: its inputs are missing; the true figure is larger)")
+    return out
+
+
+def explain_memory(plan: Plan) -> str:
+    """The `--explain-memory` section: memory per GPU with every term, per job."""
+    out = ["Memory per GPU (estimate; every term):"]
+    for c in plan.changes:
+        if c.action == "delete":
+            continue
+        out += memory_lines(c) + [""]
+    return "\n".join(out).rstrip("\n")
 
 
 def _cell(text: str) -> str:

@@ -19,6 +19,10 @@ Rules, in the order a candidate is checked:
   * topology           `interconnect` needs a multi-node fabric (InfiniBand, EFA, GPUDirect-TCPX)
                        when the job spans nodes; `nvlink` needs NVLink when a node holds more
                        than one of the job's GPUs.
+  * GPU memory         with a model size (model.parameters or model.config): the GPU must hold the model
+                       under at least one strategy of memory.CANDIDATES (offload and activation
+                       checkpointing included; what offload moves must fit the node's memory). The reason
+                       says what the leanest needs (jsctl/plan/advisor.py).
   * time_limit         must not exceed the pool's max time.
   * capacity           `spot` / `backfill` only where the offer sells it.
 Among feasible candidates the first cluster in `prefer:` order wins, then the cheapest $/hour,
@@ -27,6 +31,7 @@ then the fewest nodes. `compute.target` (a cluster, or `cluster/pool`) narrows t
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -35,10 +40,12 @@ from jsctl.model.spec import Compute, JobSpec
 from jsctl.model import gpus
 from jsctl.model.cluster import Offer
 from jsctl.model.job import Placement
+from jsctl.plan import advisor, memory
+from jsctl.plan.memory import ModelShape
 
 # how far a miss is from working, per kind of reason (nearest misses are listed first)
 _WEIGHT = {"type": 100, "nogpu": 100, "target": 100, "down": 40, "per_node": 12, "split": 12, "nodes": 8,
-           "capacity": 6, "fabric": 6, "nvlink": 6, "time": 4, "cpu": 4, "memory": 4}
+           "capacity": 6, "fabric": 6, "nvlink": 6, "time": 4, "cpu": 4, "memory": 4, "gpu_memory": 50}
 
 
 @dataclass(frozen=True)
@@ -145,13 +152,25 @@ class _Need:
     per_node: int | None
     cpu_per_gpu: int
     mem_per_gpu: int
+    model: ModelShape | None = None  # None: model size unknown, no GPU memory rule
+    precision: str = "bf16"
+    memo: dict = field(default_factory=dict, compare=False, repr=False)  # GPU memory verdicts by shape
+
+    def gpu_memory_miss(self, offer: Offer, nodes: int, per_node: int) -> str | None:
+        if self.model is None or offer.emulated:
+            return None
+        key = (offer.gpu_type, nodes, per_node, offer.memory_per_node, offer.max_nodes)
+        if key not in self.memo:
+            self.memo[key] = advisor.memory_miss(self.model, offer.gpu_type, nodes, per_node, self.precision,
+                                                 offer.memory_per_node or None, offer.max_nodes)
+        return self.memo[key]
 
 
-def _need(spec: JobSpec) -> _Need:
+def _need(spec: JobSpec, model: ModelShape | None = None) -> _Need:
     c = spec.compute
     g = c.gpu
     return _Need(c, g.count if g else 0, g.type if g else None, g.per_node if g else None,
-                 c.cpu_per_gpu or 0, c.memory_per_gpu or 0)
+                 c.cpu_per_gpu or 0, c.memory_per_gpu or 0, model, advisor.precision(spec))
 
 
 def _evaluate(need: _Need, offer: Offer) -> Candidate:
@@ -211,6 +230,9 @@ def _evaluate(need: _Need, offer: Offer) -> Candidate:
             elif offer.max_nodes is not None and nodes > offer.max_nodes and per_node <= node_gpus:
                 miss("nodes", f"needs {_plural(nodes, 'node')} × {per_node} GPUs, {offer.pool} has "
                      f"{_plural(offer.max_nodes, 'node')} × {node_gpus}")
+            too_small = need.gpu_memory_miss(offer, nodes, per_node) if shape_ok else None
+            if too_small:
+                miss("gpu_memory", too_small)
         cpus = need.cpu_per_gpu * per_node
         mem = need.mem_per_gpu * per_node
         if c.cpu_count and not need.cpu_per_gpu and nodes:
@@ -264,8 +286,17 @@ def _target_filter(target: str, offers: Sequence[Offer]) -> list[Offer]:
     return [o for o in offers if o.cluster == cluster and (not pool or o.pool == pool)]
 
 
-def place(spec: JobSpec, offers: Sequence[Offer], prefer: Sequence[str] = ()) -> PlacementResult:
-    """Choose where a job runs: `prefer` order first (clusters, or `cluster/pool`), then cheapest."""
+_FROM_SPEC: ModelShape = ModelShape(parameters=0.0, source="(read from the job)")  # place()'s default
+
+
+def place(spec: JobSpec, offers: Sequence[Offer], prefer: Sequence[str] = (),
+          model: ModelShape | None = _FROM_SPEC) -> PlacementResult:
+    """Choose where a job runs: `prefer` order first (clusters, or `cluster/pool`), then cheapest.
+
+    `model`: the model's shape for the GPU memory rule (None: unknown, no rule); by default read from
+    the job (memory.model_shape)."""
+    if model is _FROM_SPEC:
+        model = memory.model_shape(spec, os.path.dirname(os.path.abspath(spec.file)))
     target = spec.compute.target
     if target:
         narrowed = _target_filter(target, offers)
@@ -275,7 +306,7 @@ def place(spec: JobSpec, offers: Sequence[Offer], prefer: Sequence[str] = ()) ->
                                    f"{' or pool' if '/' in target else ''} in the inventory "
                                    f"(clusters: {', '.join(clusters) or 'none'})")
         offers = narrowed
-    need = _need(spec)
+    need = _need(spec, model)
     candidates = [_evaluate(need, o) for o in offers]
     rank = {name: i for i, name in enumerate(prefer)}
     last = len(rank)

@@ -16,6 +16,7 @@ from jsctl.plan.catalog import Catalog, builtin
 from jsctl.plan.placement import PlacementResult, infeasible_message, place
 from jsctl.plan.resolve import JobSource, Sources, output_paths, resolve_job
 from jsctl.plan.strategy import StrategyAdvice, advise
+from jsctl.plan import advisor, memory
 from jsctl.providers import registry
 from jsctl.render import launch
 from jsctl.model.cluster import Facts, Offer
@@ -81,6 +82,7 @@ def make_plan(inp: PlanInputs) -> Plan:
     changes: list[ResourceChange] = []
     diags: list[Diagnostic] = []
     infeasible: list[str] = []
+    advisories: list[tuple[str, str]] = []  # ("error" | "warning", text): the strategy advisor on named strategies
     offers = offers_for(inp.workspace, inp.facts, inp.catalog)
     checked = [replace(d, file=d.file or inp.workspace.file or "jsctl.yaml") for c in inp.workspace.clusters
                for d in registry.get(c.provider).check_cluster(c, inp.catalog or builtin())]
@@ -97,7 +99,7 @@ def make_plan(inp: PlanInputs) -> Plan:
             if prior:
                 upstream[source.address] = dict(prior.outputs)
             continue
-        change = _plan_job(source, prior, state, inp, offers, upstream, diags)
+        change = _plan_job(source, prior, state, inp, offers, upstream, diags, advisories)
         if change is None:
             continue
         if change.placement is None and change.action != "delete":
@@ -119,11 +121,15 @@ def make_plan(inp: PlanInputs) -> Plan:
                              if c.action in ("update", "replace", "delete") and _prior_price(c) is not None},
                             budget)
     the_plan = Plan(tuple(changes), state.serial, state.lineage, inp.state_exists, inp.files,
-                    inp.workspace.file, inp.destroy, warnings=tuple(d.message for d in checked), cost=totals)
+                    inp.workspace.file, inp.destroy, warnings=tuple(d.message for d in checked)
+                    + tuple(text for kind, text in advisories if kind == "warning"), cost=totals)
     problem = None
     if infeasible:
         problem = PlanError("no feasible placement:\n" + "\n".join(infeasible),
                             hint="change compute.resources or compute.target, or add a cluster to jsctl.yaml")
+    elif any(kind == "error" for kind, _ in advisories):
+        problem = PlanError("\n".join(text for kind, text in advisories if kind == "error"),
+                            hint="change strategy (or parallelism: auto), model.micro_batch_size or compute.resources")
     elif budget is not None and not totals.within_budget:
         problem = PlanError(cost.format_budget(totals).removeprefix("Error: "),
                             hint="raise --max-cost or budget:, shorten time_limit, or choose cheaper resources")
@@ -165,10 +171,12 @@ class Built:
     ctx: JobContext | None = None
     artifact: RenderedArtifact | None = None
     advice: StrategyAdvice | None = None
+    review: advisor.Review | None = None  # the advisor on a strategy the job names: an error, warnings
 
 
 def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: PlanInputs, offers: list[Offer],
-              upstream: dict[str, dict[str, str]], diags: list[Diagnostic]) -> ResourceChange | None:
+              upstream: dict[str, dict[str, str]], diags: list[Diagnostic],
+              advisories: list[tuple[str, str]] | None = None) -> ResourceChange | None:
     generation = state.next_generation(source.address)
     built = _build(source, generation, offers, inp, upstream, diags)
     if built is None:
@@ -197,6 +205,10 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
             if built is None:
                 return None
     spec, p, ctx, advice = built.spec, built.result.placement, built.ctx, built.advice
+    if built.review is not None and advisories is not None:
+        advisories.extend(("warning", w) for w in built.review.warnings)
+        if built.review.error:
+            advisories.append(("error", built.review.error))
     chosen = built.result.chosen
     estimate = cost.estimate(source.address, spec, p, inp.duration_s,
                              prior_price_per_hour=prior.cost_basis.price_per_hour if prior else None,
@@ -229,10 +241,17 @@ def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInp
                            f"{did_you_mean(spec.compute.target, names)}", source.doc.path, p.line, p.col,
                            hint="clusters: " + ", ".join(names)))
         return None
-    result = place(spec, offers, inp.workspace.prefer)
+    shape = memory.model_shape(spec, os.path.dirname(os.path.abspath(spec.file)))
+    result = place(spec, offers, inp.workspace.prefer, shape)
     if result.placement is None:
         return Built(spec, result)
-    advice = advise(spec, result.placement)
+    advice = advise(spec, result.placement, result.chosen.offer if result.chosen else None)
+    review = _review(source.address, spec, shape, result)
+    generated = advice.generated()
+    if generated.errors:  # the FSDP/DeepSpeed configuration cannot be generated as the job asks
+        at = source.doc.where(("strategy", "config"))
+        diags.extend(error("P005", f"{source.address}: {msg}", source.doc.path, at.line, at.col) for msg in generated.errors)
+        return None
     cluster = inp.workspace.cluster(result.placement.cluster)
     ctx = JobContext(source.address, job_id(source.name, source.address, generation), generation, spec,
                      result.placement, source.depends_on, advice.to_env(),
@@ -250,4 +269,24 @@ def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInp
         diags.append(error("P002", f"{result.placement.provider}: cannot render {source.address}: {exc.message}",
                            spec.file, hint=exc.hint))
         return None
-    return Built(spec, result, ctx, artifact, advice)
+    return Built(spec, result, ctx, artifact, advice, review)
+
+
+def _review(address: str, spec: JobSpec, shape: memory.ModelShape | None, result: PlacementResult) -> advisor.Review:
+    """The advisor on the strategy the job names (not `auto`), on the chosen placement; the other
+    candidates whose only miss is the GPU (type or memory) are where a larger GPU could come from."""
+    chosen, p = result.chosen, result.placement
+    if p is None or chosen is None or spec.strategy.parallelism == "auto":
+        return advisor.Review(None)
+
+    def gpu_only(reason: str) -> bool:
+        return reason.startswith("gpu type ") or "per GPU even with" in reason
+
+    elsewhere = [advisor.Elsewhere(c.offer.cluster, c.offer.pool, c.offer.gpu_type, c.nodes, c.gpus_per_node,
+                                   c.offer.memory_per_node or None)
+                 for c in result.candidates[1:]
+                 if c.offer.gpu_type not in (None, "*") and 0 < c.gpus_per_node <= c.offer.gpus_per_node
+                 and all(gpu_only(r) for r in c.reasons)]
+    return advisor.review(address, shape, spec.strategy.parallelism, dict(spec.strategy.config), p,
+                          advisor.precision(spec), elsewhere, chosen.offer.max_nodes, chosen.offer.nvlink,
+                          chosen.offer.memory_per_node or None)

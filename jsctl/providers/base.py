@@ -137,3 +137,16 @@ class ProviderClient(ABC):
                               hint="change compute.resources.gpu.count in the job file and run jsctl apply: the "
                                    "job is replaced and, with checkpoints, resumes on the new shape (jsruntime "
                                    "reshards)")
+
+    def tune(self, handle: JobHandle, strategy: Mapping[str, Any]) -> None:
+        """Switch a running job to another strategy (what JETSTREAM_STRATEGY carries): checkpoint,
+        restart with it, restore resharded."""
+        raise CapabilityError(f"provider {self.provider} cannot switch a running job's strategy",
+                              hint="change strategy.parallelism (and strategy.config) in the job file and run "
+                                   "jsctl apply: the job is replaced and, with checkpoints, resumes under the new "
+                                   "strategy (jsruntime reshards)")
+
+    def memory_per_worker(self, placement: Mapping[str, Any]) -> int | None:
+        """Memory one worker may use, for the tuning rule when the placement names no GPU model (the
+        local provider's emulated GPUs); None when unknown."""
+        return None

@@ -43,6 +43,10 @@ DEFAULT_LAUNCHER_ARGS = tuple(f"{opt}={value}" for opt, value in TORCHRUN_OPTION
 # = jsruntime.launch.SIGNALS_TO_HANDLE (a test keeps them equal): torchrun's default list plus SIGUSR1
 SIGNALS_TO_HANDLE = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 TORCHRUN_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
+# A DeepSpeed job's generated config (JETSTREAM_STRATEGY's `deepspeed`, jsctl.plan.strategy_config) also
+# reaches it as a file, written by the provider; its path is in this variable (docs/launch-contract.md).
+DEEPSPEED_CONFIG_ENV = "JETSTREAM_DEEPSPEED_CONFIG"
+DEEPSPEED_CONFIG_FILE = "deepspeed_config.json"
 
 
 def pet_name(option: str) -> str:
@@ -94,12 +98,21 @@ def command(ctx: JobContext) -> tuple[str, ...]:
     return (*LAUNCHER, *args, *argv)
 
 
-def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None) -> dict[str, str]:
+def deepspeed_config(ctx: JobContext) -> str | None:
+    """The text of the DeepSpeed JSON file the job gets (None unless the plan generated one)."""
+    ds = dict(ctx.strategy).get("deepspeed") if ctx.strategy else None
+    return json.dumps(ds, indent=2, sort_keys=True) + "\n" if ds else None
+
+
+def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None,
+                deepspeed_config_path: str | None = None) -> dict[str, str]:
     """Variables every job gets (secrets excluded: they travel at submit, never in an artifact).
 
     Values that depend on the allocation (MASTER_ADDR, MASTER_PORT) are set by the provider at run
     time; values here may name them (and any name of this environment) as `${NAME}`, which the
     provider expands when the job runs. The job's env_vars win over everything, PET_* included.
+    `deepspeed_config_path`: where the provider puts the DeepSpeed JSON file (deepspeed_config), as
+    the job sees it; JETSTREAM_DEEPSPEED_CONFIG names it when the plan generated one.
     """
     p = ctx.placement
     spec = ctx.spec
@@ -116,6 +129,8 @@ def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None) -> dic
     }
     if ctx.strategy:
         env["JETSTREAM_STRATEGY"] = json.dumps(dict(ctx.strategy), sort_keys=True)
+        if deepspeed_config_path and deepspeed_config(ctx):
+            env[DEEPSPEED_CONFIG_ENV] = deepspeed_config_path
     for name, path in (mounts or {}).items():
         env[f"JETSTREAM_MOUNT_{env_name(name)}"] = path
     ckpt = spec.checkpoint_output

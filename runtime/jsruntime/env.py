@@ -5,6 +5,7 @@ Pure Python: no torch import, so jsctl and the launcher can use it cheaply.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -18,6 +19,7 @@ PARALLELISMS = ("ddp", "fsdp", "deepspeed", "none")
 SHARDING_STRATEGIES = ("FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD")
 MIXED_PRECISIONS = ("bf16", "fp16", "fp32")
 CHECKPOINT_MODES = ("thread", "process", "sync")
+DEEPSPEED_CONFIG_ENV = "JETSTREAM_DEEPSPEED_CONFIG"  # = jsctl.render.launch.DEEPSPEED_CONFIG_ENV
 DEFAULT_SAVE_EVERY_S = 1800.0  # with a checkpoint directory but no JETSTREAM_SAVE_FREQUENCY
 DEFAULT_CHECKPOINT_MODE = "thread"
 """Chosen by benchmarks/checkpoint_overhead.py on 2 CPU cores: see runtime/README.md."""
@@ -27,6 +29,20 @@ class ConfigError(ValueError):
     """An environment variable jsctl (or the user) set has a value jsruntime cannot use."""
 
 
+WRAP_POLICIES = ("module_list", "module_classes", "size")
+
+
+@dataclass(frozen=True)
+class AutoWrap:
+    """Which modules get their own FSDP unit (and activation checkpointing): the members of every
+    nn.ModuleList (the default), the modules of the named classes, or by size (bottom-up, every module
+    holding at least ``min_params`` parameters not already in a unit)."""
+
+    policy: str = "module_list"
+    module_classes: tuple[str, ...] = ()
+    min_params: int | None = None
+
+
 @dataclass(frozen=True)
 class StrategyConfig:
     parallelism: str = "none"
@@ -34,6 +50,23 @@ class StrategyConfig:
     cpu_offload: bool = False
     mixed_precision: str = "fp32"
     explicit: bool = False  # False when JETSTREAM_STRATEGY was absent and this is the default
+    # JETSTREAM_STRATEGY's generated `fsdp` object (jsctl plans it; the defaults are jsruntime's own)
+    reduce_dtype: str = "fp32"
+    reshard_after_forward: bool | None = None  # None: from sharding_strategy
+    mesh_shape: tuple[int, ...] | None = None  # as planned; HYBRID_SHARD: (nodes, GPUs per node)
+    auto_wrap: AutoWrap = field(default_factory=AutoWrap)
+    activation_checkpointing: bool = False
+    # JETSTREAM_STRATEGY's generated `deepspeed` object (JSON text) and the file JETSTREAM_DEEPSPEED_CONFIG names
+    deepspeed_json: str | None = None
+    deepspeed_config: str | None = None
+    batch: tuple[tuple[str, int], ...] = ()  # micro_batch_size, gradient_accumulation_steps, global_batch_size
+
+    @property
+    def resharding(self) -> bool:
+        """FSDP2's reshard_after_forward: False for SHARD_GRAD_OP (ZeRO-2-like), else True."""
+        if self.reshard_after_forward is not None:
+            return self.reshard_after_forward
+        return self.sharding_strategy not in ("SHARD_GRAD_OP", "NO_SHARD")
 
 
 @dataclass(frozen=True)
@@ -154,7 +187,76 @@ def parse_strategy(raw: str | None, world_size: int) -> StrategyConfig:
     offload = config.get("cpu_offload", False)
     if not isinstance(offload, bool):
         raise ConfigError(f"JETSTREAM_STRATEGY cpu_offload must be true or false, not {offload!r}")
-    return StrategyConfig(parallelism, sharding, offload, precision, explicit=True)
+    base = StrategyConfig(parallelism, sharding, offload, precision, explicit=True,
+                          activation_checkpointing=_bool(config, "activation_checkpointing", "config"))
+    extra: dict = {}
+    fsdp = data.get("fsdp")
+    if fsdp is not None:
+        extra = _fsdp(fsdp, base)
+    deepspeed = data.get("deepspeed")
+    if deepspeed is not None:
+        if not isinstance(deepspeed, dict):
+            raise ConfigError("JETSTREAM_STRATEGY deepspeed must be a JSON object (the DeepSpeed config)")
+        extra["deepspeed_json"] = json.dumps(deepspeed, sort_keys=True)
+    sizes = data.get("batch") or {}
+    if not isinstance(sizes, dict) or not all(isinstance(v, int) and v > 0 for v in sizes.values()):
+        raise ConfigError(f"JETSTREAM_STRATEGY batch must map names to positive integers, not {sizes!r}")
+    extra["batch"] = tuple(sorted(sizes.items()))
+    return dataclasses.replace(base, **extra)
+
+
+def _bool(obj: Mapping, key: str, where: str, default: bool = False) -> bool:
+    value = obj.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"JETSTREAM_STRATEGY {where}.{key} must be true or false, not {value!r}")
+    return value
+
+
+def _fsdp(f: object, base: StrategyConfig) -> dict:
+    """The plan's fully resolved FSDP arguments (jsctl.plan.strategy_config.fsdp): they win over `config`."""
+    if not isinstance(f, dict):
+        raise ConfigError("JETSTREAM_STRATEGY fsdp must be a JSON object")
+    out: dict = {}
+    sharding = str(f.get("sharding_strategy", base.sharding_strategy)).upper()
+    if sharding not in SHARDING_STRATEGIES:
+        raise ConfigError(f"JETSTREAM_STRATEGY fsdp.sharding_strategy {sharding!r}: expected one of {SHARDING_STRATEGIES}")
+    out["sharding_strategy"] = sharding
+    if "reshard_after_forward" in f:
+        out["reshard_after_forward"] = _bool(f, "reshard_after_forward", "fsdp")
+    out["cpu_offload"] = _bool(f, "cpu_offload", "fsdp", base.cpu_offload)
+    out["activation_checkpointing"] = _bool(f, "activation_checkpointing", "fsdp", base.activation_checkpointing)
+    mp = f.get("mixed_precision", "absent")
+    if mp is None:
+        out["mixed_precision"], out["reduce_dtype"] = "fp32", "fp32"
+    elif mp != "absent":
+        if not isinstance(mp, dict):
+            raise ConfigError(f"JETSTREAM_STRATEGY fsdp.mixed_precision must be an object or null, not {mp!r}")
+        for key, name in (("param_dtype", "mixed_precision"), ("reduce_dtype", "reduce_dtype")):
+            value = str(mp.get(key, "fp32")).lower()
+            if value not in MIXED_PRECISIONS:
+                raise ConfigError(f"JETSTREAM_STRATEGY fsdp.mixed_precision.{key} {value!r}: expected one of "
+                                  f"{MIXED_PRECISIONS}")
+            out[name] = value
+    mesh = f.get("mesh")
+    if mesh is not None:
+        shape = mesh.get("shape") if isinstance(mesh, dict) else None
+        if not isinstance(shape, list) or not shape or not all(isinstance(n, int) and n > 0 for n in shape):
+            raise ConfigError(f"JETSTREAM_STRATEGY fsdp.mesh must be {{\"shape\": [positive integers]}}, not {mesh!r}")
+        out["mesh_shape"] = tuple(shape)
+    wrap = f.get("auto_wrap")
+    if wrap is not None:
+        if not isinstance(wrap, dict) or wrap.get("policy", "module_list") not in WRAP_POLICIES:
+            raise ConfigError(f"JETSTREAM_STRATEGY fsdp.auto_wrap {wrap!r}: policy must be one of {WRAP_POLICIES}")
+        policy = wrap.get("policy", "module_list")
+        classes = wrap.get("module_classes") or []
+        min_params = wrap.get("min_params")
+        if policy == "module_classes" and (not isinstance(classes, list) or not classes
+                                           or not all(isinstance(c, str) and c for c in classes)):
+            raise ConfigError(f"JETSTREAM_STRATEGY fsdp.auto_wrap: module_classes must name classes, not {classes!r}")
+        if policy == "size" and (not isinstance(min_params, int) or min_params < 1):
+            raise ConfigError(f"JETSTREAM_STRATEGY fsdp.auto_wrap: min_params must be a positive integer, not {min_params!r}")
+        out["auto_wrap"] = AutoWrap(policy, tuple(classes), min_params if policy == "size" else None)
+    return out
 
 
 def parse_checkpoint(env: Mapping[str, str]) -> CheckpointConfig:
@@ -184,9 +286,15 @@ def read_env(env: Mapping[str, str] | None = None) -> RuntimeEnv:
         raise ConfigError(f"JETSTREAM_LOG_EVERY={log_every}: must be at least 1")
     return RuntimeEnv(
         dist=dist,
-        strategy=parse_strategy(env.get("JETSTREAM_STRATEGY"), dist.world_size),
+        strategy=with_deepspeed_file(parse_strategy(env.get("JETSTREAM_STRATEGY"), dist.world_size), env),
         checkpoint=parse_checkpoint(env),
         job_id=env.get("JOB_ID") or None,
         log_every=log_every,
         status_file=env.get("JSRUNTIME_STATUS_FILE") or None,
     )
+
+
+def with_deepspeed_file(strategy: StrategyConfig, env: Mapping[str, str]) -> StrategyConfig:
+    """JETSTREAM_DEEPSPEED_CONFIG: the file jsctl wrote the generated DeepSpeed config to."""
+    path = env.get(DEEPSPEED_CONFIG_ENV) or None
+    return dataclasses.replace(strategy, deepspeed_config=path) if path else strategy

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -17,7 +18,7 @@ from torch import nn
 from . import process_group, strategy
 from .checkpoint import Checkpointer, Stateful
 from .env import CHECKPOINT_MODES, REQUEUE_EXIT_CODE, ConfigError, RuntimeEnv, read_env
-from .metrics import MetricsEmitter
+from .metrics import CommTimer, MetricsEmitter
 from .preemption import PreemptionWatcher
 
 log = logging.getLogger("jsruntime")
@@ -35,6 +36,7 @@ class Runtime:
         self.local_rank = env.dist.local_rank
         self.strategy = env.strategy
         self.metrics = MetricsEmitter(self.rank == 0, env.job_id, env.log_every)
+        self.comm = CommTimer()  # time waiting on the model's collectives (comm_s in metric lines)
         self.preemption = PreemptionWatcher()
         self.checkpointer: Checkpointer | None = None
         if env.checkpoint.enabled:
@@ -55,10 +57,28 @@ class Runtime:
     def preempt_requested(self) -> bool:
         return self.preemption.requested
 
+    @property
+    def deepspeed_config(self) -> str | dict[str, Any] | None:
+        """The DeepSpeed config the plan generated, for ``deepspeed.initialize(config=...)``: the path of the
+        file jsctl wrote (JETSTREAM_DEEPSPEED_CONFIG), else the JSON object from JETSTREAM_STRATEGY, else None."""
+        if self.strategy.deepspeed_config:
+            return self.strategy.deepspeed_config
+        return json.loads(self.strategy.deepspeed_json) if self.strategy.deepspeed_json else None
+
+    @property
+    def batch(self) -> dict[str, int]:
+        """The planned batch sizes: micro_batch_size, gradient_accumulation_steps, global_batch_size ({} when
+        the job file gives none)."""
+        return dict(self.strategy.batch)
+
     # ---- model -----------------------------------------------------------------------
     def wrap(self, model: nn.Module, shard_units: Callable[[nn.Module], list[nn.Module]] | None = None) -> nn.Module:
         """Move the model to the device and apply the planned strategy (DDP, FSDP2, none)."""
-        return strategy.wrap(model, self.strategy, self.env.dist, self.device, shard_units)
+        wrapped = strategy.wrap(model, self.strategy, self.env.dist, self.device, shard_units)
+        self.metrics.event("wrap", parallelism=self.strategy.parallelism, **strategy.applied(wrapped))
+        if self.world_size > 1 and os.environ.get("JSRUNTIME_TIME_COLLECTIVES", "1") != "0":
+            self.comm.attach(wrapped, self.device.type)  # DDP: a comm hook (set =0 to register your own)
+        return wrapped
 
     def autocast(self) -> ContextManager[object]:
         """Mixed-precision context for the forward pass (DDP/none with bf16 or fp16)."""
@@ -95,14 +115,19 @@ class Runtime:
                 start, info = found
                 self.metrics.event(
                     "restore", step=start, restart_count=self.env.dist.restart_count,
-                    world_size=self.world_size, load_s=round(time.monotonic() - t0, 4), **info,
+                    world_size=self.world_size, load_s=round(time.monotonic() - t0, 4),
+                    parallelism=self.strategy.parallelism, sharding_strategy=self._sharding(), **info,
                 )
             else:
                 self.metrics.event("fresh_start", step=0, restart_count=self.env.dist.restart_count)
         self._optimizers = optimizers
         self._last_step = start
+        self.comm.take()  # what the restore waited is not a step's
         self.metrics.start_window(time.perf_counter())
         return start
+
+    def _sharding(self) -> str | None:
+        return self.strategy.sharding_strategy if self.strategy.parallelism == "fsdp" else None
 
     def save(self, step: int, mode: str | None = None) -> None:
         """Checkpoint now (every rank must call it at the same step)."""
@@ -134,7 +159,9 @@ class Runtime:
             loss = float(loss.detach().float().item())
         if isinstance(lr, torch.Tensor):
             lr = float(lr.item())
-        self.metrics.step(step, now, self.world_size, loss=loss, lr=lr, samples=samples, tokens=tokens, extra=metrics)
+        comm_s = self.comm.take() if self.comm.attached else None
+        self.metrics.step(step, now, self.world_size, loss=loss, lr=lr, samples=samples, tokens=tokens, extra=metrics,
+                          comm_s=comm_s)
 
         ck = self.checkpointer
         cfg = self.env.checkpoint
@@ -225,7 +252,7 @@ def init(
         rt.preemption.install()
     rt.metrics.event(
         "start", rank=rt.rank, world_size=rt.world_size, restart_count=env.dist.restart_count,
-        parallelism=env.strategy.parallelism, device=str(dev),
+        parallelism=env.strategy.parallelism, sharding_strategy=rt._sharding(), device=str(dev),
         checkpoint_dir=env.checkpoint.directory, checkpoint_mode=env.checkpoint.mode if env.checkpoint.enabled else None,
     )
     return rt

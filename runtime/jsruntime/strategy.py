@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
+import math
+import os
 from collections.abc import Callable
 from typing import ContextManager
 
@@ -12,7 +14,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .env import DistEnv, StrategyConfig
+from .env import AutoWrap, DistEnv, StrategyConfig
 
 log = logging.getLogger("jsruntime")
 
@@ -27,16 +29,16 @@ def check(strategy: StrategyConfig, env: DistEnv, device: torch.device) -> None:
     """Reject what this machine cannot do, before any model is built."""
     p = strategy.parallelism
     if p == "deepspeed":
+        # The program owns the engine: jsruntime sets up the process group and hands it the generated
+        # config (rt.deepspeed_config, a path; JETSTREAM_DEEPSPEED_CONFIG). Offload is DeepSpeed's to check.
+        path = strategy.deepspeed_config
+        if path and not os.path.isfile(path):
+            raise StrategyError(f"JETSTREAM_DEEPSPEED_CONFIG={path}: no such file (jsctl writes the generated "
+                                "DeepSpeed config there before the job starts)")
         if importlib.util.find_spec("deepspeed") is None:
-            raise StrategyError(
-                "parallelism 'deepspeed' was planned but the deepspeed package is not installed "
-                "in the job's environment; install it or plan parallelism 'fsdp' (ZeRO-3-like "
-                "FULL_SHARD, ZeRO-2-like SHARD_GRAD_OP)"
-            )
-        raise StrategyError(
-            "parallelism 'deepspeed' is not applied by jsruntime.wrap (DeepSpeed owns the "
-            "optimizer and the training step); call deepspeed.initialize yourself, or plan 'fsdp'"
-        )
+            log.warning("jsruntime: parallelism 'deepspeed' was planned but the deepspeed package is not "
+                        "installed here; the program's deepspeed.initialize will fail")
+        return
     if p == "none" and env.world_size > 1:
         raise StrategyError(
             f"parallelism 'none' with WORLD_SIZE={env.world_size}: every rank would train its own "
@@ -51,6 +53,9 @@ def check(strategy: StrategyConfig, env: DistEnv, device: torch.device) -> None:
                 "and optimizer state already live in host memory (FSDP2's CPUOffloadPolicy "
                 "fails without one); plan cpu_offload: false"
             )
+    if strategy.activation_checkpointing and p not in ("fsdp", "ddp", "none"):
+        raise StrategyError(f"activation_checkpointing is applied by jsruntime for fsdp, ddp and none; "
+                            f"parallelism is {p!r}")
     if p == "fsdp" and strategy.sharding_strategy == "HYBRID_SHARD":
         if env.world_size % env.local_world_size != 0:
             raise StrategyError(
@@ -74,6 +79,78 @@ def default_shard_units(model: nn.Module) -> list[nn.Module]:
         if isinstance(module, nn.ModuleList):
             units.extend(m for m in module if any(True for _ in m.parameters()))
     return units
+
+
+def _class_names(module: nn.Module) -> set[str]:
+    cls = type(module)
+    return {cls.__name__, cls.__qualname__, f"{cls.__module__}.{cls.__qualname__}"}
+
+
+def _post_order(module: nn.Module) -> list[nn.Module]:
+    """Children before their parents (nested units must be sharded first)."""
+    out: list[nn.Module] = []
+    for child in module.children():
+        out += _post_order(child)
+    return out + [module]
+
+
+def wrap_units(model: nn.Module, policy: AutoWrap) -> list[nn.Module]:
+    """The modules the planned auto-wrap policy names, innermost first (the order fully_shard needs)."""
+    if policy.policy == "module_classes":
+        wanted = set(policy.module_classes)
+        units = [m for m in _post_order(model) if m is not model and _class_names(m) & wanted]
+        if not units:
+            present = sorted({type(m).__name__ for m in model.modules()})
+            raise StrategyError(f"auto_wrap names module classes {sorted(wanted)} but the model has none of "
+                                f"them; its classes: {', '.join(present)}")
+        return units
+    if policy.policy == "size":
+        assert policy.min_params is not None
+        units = []
+
+        def visit(module: nn.Module) -> int:  # parameters of this subtree not yet in a unit
+            free = sum(visit(child) for child in module.children())
+            free += sum(p.numel() for p in module.parameters(recurse=False))
+            if module is not model and free >= policy.min_params:
+                units.append(module)
+                return 0
+            return free
+
+        visit(model)
+        return units
+    return default_shard_units(model)
+
+
+def checkpoint_activations(units: list[nn.Module]) -> None:
+    """Activation checkpointing on each unit: its forward runs again in backward instead of keeping
+    its activations (torch.utils.checkpoint, non-reentrant, through the composable API that leaves
+    the module tree and its state-dict keys as they are)."""
+    from torch.distributed._composable import checkpoint
+
+    for unit in units:
+        checkpoint(unit)
+
+
+def applied(model: nn.Module) -> dict[str, object]:
+    """What the model looks like after wrap, read from the modules themselves (for the `wrap` event)."""
+    from torch.distributed._composable.contract import _get_registry
+
+    fsdp_units, checkpointed, reshard, mp = [], [], {}, {}
+    for name, module in model.named_modules():
+        registry = _get_registry(module) or {}
+        if "fully_shard" in registry:
+            fsdp_units.append(name or "<root>")
+            with contextlib.suppress(Exception):  # FSDP2's internals: reported when they read as expected
+                group = module._get_fsdp_state()._fsdp_param_group  # type: ignore[operator]
+                if group is not None and name:  # the root's resharding is decided at its first forward
+                    reshard[name] = group.post_forward_mesh_info is not None
+                    policy = group.mp_policy
+                    mp[name] = [str(policy.param_dtype).removeprefix("torch.") if policy.param_dtype else None,
+                                str(policy.reduce_dtype).removeprefix("torch.") if policy.reduce_dtype else None]
+        if "checkpoint" in registry:
+            checkpointed.append(name)
+    return {"fsdp_units": fsdp_units, "checkpointed": checkpointed, "reshard_after_forward": reshard,
+            "mixed_precision": mp, "ddp": type(model).__name__ == "DistributedDataParallel"}
 
 
 def _ddp(model: nn.Module, device: torch.device) -> nn.Module:
@@ -101,18 +178,28 @@ def _fsdp(
         fully_shard,
     )
 
+    planned = strategy.mesh_shape
+    if planned is not None and math.prod(planned) != env.world_size:
+        log.warning("jsruntime: the plan's FSDP mesh %s does not hold WORLD_SIZE=%d (the job was resized): "
+                    "using the launched shape", "x".join(map(str, planned)), env.world_size)
+        planned = None
     if strategy.sharding_strategy == "HYBRID_SHARD":
-        nodes = env.world_size // env.local_world_size
-        if nodes == 1:
+        shape = planned if planned is not None and len(planned) == 2 else \
+            (env.world_size // env.local_world_size, env.local_world_size)
+        if shape[0] == 1:
             log.warning("jsruntime: HYBRID_SHARD on one node shards like FULL_SHARD (mesh 1x%d)", env.world_size)
-        mesh = init_device_mesh(device.type, (nodes, env.local_world_size), mesh_dim_names=("replicate", "shard"))
+        mesh = init_device_mesh(device.type, tuple(shape), mesh_dim_names=("replicate", "shard"))
     else:
         mesh = init_device_mesh(device.type, (env.world_size,), mesh_dim_names=("shard",))
     dtype = _DTYPES[strategy.mixed_precision]
-    mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32) if dtype else MixedPrecisionPolicy()
+    reduce = _DTYPES[strategy.reduce_dtype] or torch.float32
+    mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=reduce) if dtype else MixedPrecisionPolicy()
     offload = CPUOffloadPolicy() if strategy.cpu_offload else OffloadPolicy()
-    reshard = strategy.sharding_strategy != "SHARD_GRAD_OP"
-    for unit in (shard_units or default_shard_units)(model):
+    reshard = strategy.resharding
+    units = shard_units(model) if shard_units else wrap_units(model, strategy.auto_wrap)
+    if strategy.activation_checkpointing:
+        checkpoint_activations(units)
+    for unit in units:
         fully_shard(unit, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp, offload_policy=offload)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp, offload_policy=offload)
     return model
@@ -133,6 +220,17 @@ def wrap(
     if p == "fsdp" and strategy.sharding_strategy == "NO_SHARD":
         log.warning("jsruntime: FSDP NO_SHARD is plain data parallelism: using DDP")
         p = "ddp"
+    if p == "deepspeed":
+        raise StrategyError(
+            "parallelism 'deepspeed': DeepSpeed owns the model, the optimizer and the training step, so "
+            "jsruntime does not wrap it; call deepspeed.initialize(model=..., config=rt.deepspeed_config) "
+            "(the config the plan generated)"
+        )
+    if p in ("none", "ddp") and strategy.activation_checkpointing:
+        units = shard_units(model) if shard_units else wrap_units(model, strategy.auto_wrap)
+        if not units:
+            log.warning("jsruntime: activation_checkpointing: the auto-wrap policy finds no module to checkpoint")
+        checkpoint_activations(units)
     if p == "none":
         return model
     if not dist.is_initialized():

@@ -10,6 +10,7 @@ from jsctl.model.catalog import Catalog
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
 from jsctl.providers.base import Provider, package_schema
+from jsctl.providers.local import runs
 from jsctl.providers.local.request import LocalRunRequest
 from jsctl.render import launch
 
@@ -56,7 +57,14 @@ class LocalProvider(Provider):
         if spec.environment.image:
             notes.append(f"image {spec.environment.image} is not used: the local provider runs on this "
                          "machine's Python")
-        env = launch.environment(job, mounts)
+        files = []
+        ds_text = launch.deepspeed_config(job)
+        if ds_text:  # written into the run directory beside run.json (LocalClient.submit)
+            files.append((launch.DEEPSPEED_CONFIG_FILE, ds_text))
+            notes.append(f"DeepSpeed config: {launch.DEEPSPEED_CONFIG_FILE} in the run directory, its path in "
+                         f"${launch.DEEPSPEED_CONFIG_ENV}; the program calls deepspeed.initialize(config=...) "
+                         "with it (jsruntime sets up the process group only)")
+        env = launch.environment(job, mounts, f"${{{runs.MARKER}}}/{launch.DEEPSPEED_CONFIG_FILE}")
         env["MASTER_ADDR"] = "127.0.0.1"
         request = LocalRunRequest(
             job_id=job.job_id, address=job.address, workdir=job.workdir, argv=launch.command(job), env=env,
@@ -65,7 +73,7 @@ class LocalProvider(Provider):
             workers=job.placement.workers, max_restarts=spec.recovery.max_restarts,
             restart_on_exit_codes=spec.recovery.restart_on_exit_codes, time_limit_s=spec.compute.time_limit_s)
         text = json.dumps(request.to_dict(), indent=2, sort_keys=True) + "\n"
-        return RenderedArtifact("local-run", job.job_id, (("run.json", text),), request,
+        return RenderedArtifact("local-run", job.job_id, (("run.json", text), *files), request,
                                 f"local run, {job.placement.workers} worker process"
                                 f"{'es' if job.placement.workers != 1 else ''}", tuple(notes),
                                 secrets=spec.environment.secrets, upstream=job.depends_on)

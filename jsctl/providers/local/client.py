@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from jsctl.errors import ProviderError
 from jsctl.model.artifact import RenderedArtifact
@@ -169,26 +169,50 @@ class LocalClient(ProviderClient):
         os.killpg(int(pgid), sig)
         return status
 
-    def scale(self, handle: JobHandle, gpus: int) -> None:
-        """Checkpoint (SIGUSR1 → jsruntime saves and exits 75), then restart on `gpus` workers.
-
-        The job resumes from that checkpoint on the new world size (jsruntime reshards)."""
+    def _restartable(self, handle: JobHandle, what: str) -> tuple[str, dict]:
+        """The run directory and status of a running job that can checkpoint and restart (through
+        jsruntime's launcher under torchrun), else a ProviderError saying why not."""
         directory = self._dir(handle)
         request = runs.read_json(os.path.join(directory, runs.REQUEST)) or {}
         argv = request.get("argv") or []
         if argv[:3] != ["python", "-m", "jsruntime.launch"]:
             raise ProviderError(f"{handle} is not launched by torchrun through jsruntime, so it cannot checkpoint "
-                                "and restart on another shape", hint="set strategy.launcher: torchrun")
-        from jsctl.providers.local import max_workers
-
-        limit = max_workers(self.cluster)
-        if gpus > limit:
-            raise ProviderError(f"this machine runs at most {limit} workers (max_workers); asked for {gpus}")
+                                f"and restart {what}", hint="set strategy.launcher: torchrun")
         status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
         if status.get("phase") != "RUNNING" or not status.get("child_pgid"):
             raise ProviderError(f"{handle} is not running (phase {status.get('phase', 'UNKNOWN')})")
+        return directory, status
+
+    def scale(self, handle: JobHandle, gpus: int) -> None:
+        """Checkpoint (SIGUSR1 → jsruntime saves and exits 75), then restart on `gpus` workers.
+
+        The job resumes from that checkpoint on the new world size (jsruntime reshards)."""
+        from jsctl.providers.local import max_workers
+
+        limit = max_workers(self.cluster)
+        directory, status = self._restartable(handle, "on another shape")
+        if gpus > limit:
+            raise ProviderError(f"this machine runs at most {limit} workers (max_workers); asked for {gpus}")
         runs.write_json(os.path.join(directory, runs.SCALE), {"workers": gpus})
         os.kill(int(status["child_pgid"]), signal.SIGUSR1)  # the launcher: it forwards to torchrun and workers
+
+    def tune(self, handle: JobHandle, strategy: Mapping[str, Any]) -> None:
+        """Checkpoint (SIGUSR1), then restart with `strategy` in JETSTREAM_STRATEGY; the job restores
+        the checkpoint under the new strategy (DCP reshards DDP <-> FSDP2)."""
+        directory, status = self._restartable(handle, "under another strategy")
+        runs.write_json(os.path.join(directory, runs.STRATEGY), {"strategy": dict(strategy)})
+        os.kill(int(status["child_pgid"]), signal.SIGUSR1)
+
+    def memory_per_worker(self, placement: Mapping[str, Any]) -> int | None:
+        """`memory_per_worker` from the cluster's settings, else this machine's memory shared by the workers."""
+        from jsctl.config.quantities import parse_bytes
+
+        configured = self.cluster.settings.get("memory_per_worker")
+        if configured:
+            return parse_bytes(configured)
+        memory = int(self.probe().data.get("memory_bytes") or 0)
+        workers = max(int(placement.get("nodes") or 1) * int(placement.get("gpus_per_node") or 1), 1)
+        return memory // workers or None
 
     def pause(self, handle: JobHandle) -> None:
         status = self._signal_group(handle, signal.SIGSTOP)

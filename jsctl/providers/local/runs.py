@@ -15,6 +15,7 @@ PID = "supervisor.pid"
 CANCEL = "cancel"  # presence asks the supervisor to stop
 MARKER = "JSCTL_LOCAL_RUN"  # in every process of a run: its run directory (see run_marker)
 SCALE = "scale.json"  # {"workers": N}: restart on this many workers after the next checkpoint
+STRATEGY = "strategy.json"  # {"strategy": {...}}: restart with this JETSTREAM_STRATEGY after the next checkpoint
 
 
 def run_dir(runs_root: str, job_id: str) -> str:

@@ -6,6 +6,7 @@ Secrets arrive in its environment, never on disk.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -56,17 +57,21 @@ class Supervisor:
         workers = self.status.get("workers")
         if workers:  # `jsctl scale` changed the shape: the launcher's --nproc_per_node follows
             env["JETSTREAM_GPUS_PER_NODE"] = env["JETSTREAM_WORLD_SIZE"] = str(workers)
+        strategy = self.status.get("strategy")
+        if strategy:  # `jsctl tune` switched the strategy: jsruntime applies what JETSTREAM_STRATEGY says
+            env["JETSTREAM_STRATEGY"] = json.dumps(strategy, sort_keys=True)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             env["MASTER_PORT"] = str(s.getsockname()[1])
         # `${NAME}` in the job's values names one of the job's variables (PET_RDZV_ENDPOINT names
-        # MASTER_ADDR and MASTER_PORT): it expands now, as a Slurm script's exports do
-        names = {k: env[k] for k in (*job_env, "MASTER_ADDR", "MASTER_PORT") if k in env}
+        # MASTER_ADDR and MASTER_PORT; JETSTREAM_DEEPSPEED_CONFIG names the run directory's marker): it
+        # expands now, as a Slurm script's exports do
+        name, value = runs.run_marker(self.dir)
+        names = {k: env[k] for k in (*job_env, "MASTER_ADDR", "MASTER_PORT") if k in env} | {name: value}
         env.update({k: expand(env[k], names) for k in job_env})
+        env[name] = value  # the marker is the run's own, whatever the job's variables say
         env["JETSTREAM_RESTART_COUNT"] = str(self.status.get("restarts", 0))
         env["PYTHONUNBUFFERED"] = "1"
-        name, value = runs.run_marker(self.dir)
-        env[name] = value
         return env
 
     def run(self, argv: list[str], env: dict[str, str], what: str) -> int:
@@ -146,7 +151,15 @@ class Supervisor:
             if code == REQUEUE_EXIT_CODE and requeues < MAX_REQUEUES:
                 requeues += 1
                 scaled = runs.read_json(os.path.join(self.dir, runs.SCALE))
-                if scaled:
+                tuned = runs.read_json(os.path.join(self.dir, runs.STRATEGY))
+                if tuned:
+                    os.unlink(os.path.join(self.dir, runs.STRATEGY))
+                    self.note(f"strategy switched to {json.dumps(tuned['strategy'], sort_keys=True)}: resuming "
+                              "from the latest checkpoint")
+                    self.save(strategy=tuned["strategy"])
+                if tuned and not scaled:
+                    self.save(requeues=requeues, engine_state="retuning")
+                elif scaled:
                     os.unlink(os.path.join(self.dir, runs.SCALE))
                     self.note(f"scaled to {scaled['workers']} workers: resuming from the latest checkpoint")
                     self.save(requeues=requeues, engine_state="rescaling", workers=int(scaled["workers"]))

@@ -14,7 +14,7 @@ from jsctl.providers.base import Provider, ProviderClient, package_schema
 from jsctl.providers.slurm import inventory, script
 from jsctl.providers.slurm.request import SbatchRequest
 from jsctl.providers.slurm.settings import RUNTIME_NAMES, SlurmSettings
-from jsctl.render import render as render_template
+from jsctl.render import launch, render as render_template
 
 class SlurmProvider(Provider):
     name = "slurm"
@@ -92,6 +92,10 @@ class SlurmProvider(Provider):
                          "checkpoint, scontrol requeue")
         notes.append(f"jsruntime: this jsctl's copy, staged at submit in {ctx['runtime_dir']} and first on "
                      "PYTHONPATH" + (" (mounted read-only into the container)" if c.runtime_dir else ""))
+        if ctx["deepspeed_file"]:
+            notes.append(f"DeepSpeed config: written by the script to {ctx['deepspeed_file']}, its path in "
+                         f"${launch.DEEPSPEED_CONFIG_ENV}; the program calls deepspeed.initialize(config=...) with it "
+                         "(jsruntime sets up the process group only)")
         notes.append(f"log: {ctx['log_file']}")
         options = dict(opt.removeprefix("--").partition("=")[::2] for opt in ctx["sbatch"])
         options["comment"] = script.sbatch_value(script.comment(job.address, job.generation, script_hash))

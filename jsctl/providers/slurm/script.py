@@ -7,6 +7,7 @@ Values reach the script in two dialects, each quoted for its reader:
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import posixpath
 import re
@@ -76,6 +77,7 @@ class Container:
     image: str | None
     mounts: tuple[tuple[str, str], ...]  # (host path, path in the job)
     runtime_dir: str | None = None  # the staged jsruntime, mounted read-only at the same path
+    files: tuple[str, ...] = ()  # files the script writes for the job (DeepSpeed config), mounted read-only
 
 
 def container(settings: SlurmSettings, spec: JobSpec, runtime_dir: str | None = None) -> Container:
@@ -96,6 +98,18 @@ def runtime_dir(log_root: str, package: launch.RuntimePackage) -> str:
         raise RenderError(f"the jsruntime directory {path!r} cannot hold ',', ':' or control characters "
                           "(it is mounted into containers and put on PYTHONPATH)",
                           hint="set shared_dir for the cluster in jsctl.yaml to a plain path")
+    return path
+
+
+DEEPSPEED_EOF = "JSCTL_DEEPSPEED_JSON"
+
+
+def deepspeed_file(log_root: str, job_id: str) -> str:
+    """Where the script writes the job's DeepSpeed config: beside its log, on a file system every node sees."""
+    path = posixpath.join(log_root, f"{job_id}.{launch.DEEPSPEED_CONFIG_FILE}")
+    if any(c in path for c in ",:") or any(ord(c) < 32 for c in path):
+        raise RenderError(f"the DeepSpeed config path {path!r} cannot hold ',', ':' or control characters "
+                          "(it is mounted into containers)", hint="set log_dir for the cluster to a plain path")
     return path
 
 
@@ -126,7 +140,8 @@ def container_words(ctx: JobContext, c: Container) -> list[str]:
     if c.runtime == "none":
         return []
     binds = ",".join([f"{src}:{dst}" for src, dst in c.mounts] + ([f"{c.runtime_dir}:{c.runtime_dir}:ro"]
-                                                                   if c.runtime_dir else []))
+                                                                   if c.runtime_dir else [])
+                     + [f"{f}:{f}:ro" for f in c.files])
     if c.runtime == "pyxis":
         words = [shquote(f"--container-image={pyxis_image(c.image or '')}")]
         if binds:
@@ -185,8 +200,14 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
     log_root = settings.log_root(ctx.workdir)
     runtime = runtime_dir(log_root, launch.runtime_package())
     c = container(settings, spec, runtime)
+    ds_text = launch.deepspeed_config(ctx)
+    ds_path = deepspeed_file(log_root, ctx.job_id) if ds_text else None
+    if ds_path and c.runtime != "none":
+        c = dataclasses.replace(c, files=(ds_path,))
+    if ds_text and any(line == DEEPSPEED_EOF for line in ds_text.splitlines()):
+        raise RenderError("the DeepSpeed config holds the script's here-document delimiter")  # JSON never does
     mounts = {m.name: job_path(m, c) for m in (*spec.inputs, *spec.outputs)}
-    env = launch.environment(ctx, mounts)
+    env = launch.environment(ctx, mounts, ds_path)
     checkpoints = spec.checkpoint_output is not None
     if settings.access.remote:
         workdir = settings.shared_dir
@@ -229,6 +250,7 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         "container_words": container_words(ctx, c),
         "log_root": log_root,
         "runtime_dir": runtime,
+        "deepspeed_file": ds_path, "deepspeed_config": ds_text, "deepspeed_eof": DEEPSPEED_EOF,
         "log_file": log_file,
         "workdir": workdir,
     }

@@ -109,3 +109,33 @@ def test_scale_checkpoints_and_resumes_on_the_new_shape(quickstart):
     assert json.loads(next(quickstart.glob(f"out/{job_id}/results/final.json")).read_text())["world_size"] == 1
     code, out, _ = run_cli("plan", "-f", "quickstart.yaml", "-v", "STEPS=1500")
     assert "compute.resources.gpu.count = 1 -> 2" in out  # the file still says 2: the plan shows it
+
+
+def test_tune_switches_a_running_fsdp_job_to_ddp(quickstart):
+    """`jsctl tune --apply --to ddp` (issue 12, item 6): checkpoint, restart under DDP, resharded restore."""
+    text = (quickstart / "quickstart.yaml").read_text()
+    fsdp = "  parallelism: fsdp\n  config:\n    sharding_strategy: FULL_SHARD\n"
+    (quickstart / "quickstart.yaml").write_text(text.replace("  parallelism: ddp\n", fsdp))
+    assert run_cli("apply", "-f", "quickstart.yaml", "--auto-approve", "-v", "STEPS=1500")[0] == 0
+    job_id = json.loads(run_cli("status", "quickstart", "--json")[1])["jobs"][0]["job_id"]
+    deadline = time.time() + 90
+    while time.time() < deadline and not list(quickstart.glob(f"out/{job_id}/checkpoints/step-*")):
+        time.sleep(0.2)
+    code, out, err = run_cli("tune", "quickstart")
+    assert code == 0 and "fsdp FULL_SHARD" in out and "waiting on collectives" in out, out + err
+    code, out, err = run_cli("tune", "quickstart", "--apply", "--to", "ddp")
+    assert code == 0 and "to ddp" in out, out + err
+    row = wait_phase("quickstart", timeout=240)
+    log = run_cli("logs", "quickstart", "--metrics")[1]
+    assert row["phase"] == "SUCCEEDED", log[-3000:]
+    assert "strategy switched to" in log
+    records = [json.loads(line) for line in log.splitlines() if line.startswith('{"jetstream": "')]
+    restored = [(i, r) for i, r in enumerate(records) if r.get("event") == "restore"]
+    assert restored, [r.get("event") for r in records]
+    at, restore = restored[-1]
+    assert restore["parallelism"] == "ddp" and restore["step"] > 0 and restore["world_size"] == 2
+    after = [r for r in records[at:] if r["jetstream"] == "metrics"]
+    assert after and restore["step"] < after[0]["step"] <= restore["step"] + 10 and "loss" in after[0]
+    assert "comm_s" in after[0] and after[-1]["step"] == 1500
+    code, out, _ = run_cli("plan", "-f", "quickstart.yaml", "-v", "STEPS=1500")
+    assert "strategy.parallelism" in out and "ddp" in out, out  # the file still says fsdp: the plan shows it

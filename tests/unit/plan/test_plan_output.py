@@ -179,13 +179,18 @@ def test_infeasible_on_a_real_cluster_gives_no_local_advice(tmp_path):
 
 def test_strategy_verdict_is_a_json_field(tmp_path):
     extra = "model: {parameters: 70B}\nstrategy: {parallelism: ddp}\n"
-    plan = make(tmp_path, {"a.yaml": job("a", extra=extra), "b.yaml": job("b", extra="model: {parameters: 7B}\n"
-                                                                             "strategy: {parallelism: auto}\n")})
+    with pytest.raises(PlanError) as caught:  # a named strategy that cannot fit fails the plan (the advisor)
+        make(tmp_path, {"a.yaml": job("a", extra=extra), "b.yaml": job("b", extra="model: {parameters: 7B}\n"
+                                                                          "strategy: {parallelism: auto}\n")})
+    assert "job.a: strategy ddp does not fit" in caught.value.message
+    plan = caught.value.plan  # what could be planned comes with the error
     doc = output.to_json(plan)
     advice = {rc["address"]: rc["change"]["after"]["strategy_advice"] for rc in doc["resource_changes"]}
     a, b = advice["job.a"], advice["job.b"]
     assert a["parallelism"] == "ddp" and a["fits"] is False and "DOES NOT FIT" in a["text"]
-    assert a["memory_per_gpu_bytes"] == 70e9 * 16 and a["gpu_memory_bytes"] == 80 * 2**30
+    assert a["memory_per_gpu_bytes"] == a["memory"]["total_bytes"] and a["gpu_memory_bytes"] == 80 * 2**30
+    states = sum(t["bytes"] for t in a["memory"]["terms"] if t["name"] in ("weights", "gradients", "optimizer state"))
+    assert states == 70e9 * 16 and a["memory"]["lower_bound"] is True  # no sequence length: activations unknown
     assert a["why"] == "as configured"
     assert b["parallelism"] == "fsdp" and b["fits"] is True
     assert "DOES NOT FIT" in output.render_text(plan)
