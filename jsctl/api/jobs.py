@@ -128,7 +128,7 @@ def describe(ws: Workspace, job: str, echo: Echo | None = None) -> JobDetail:
 
         try:
             advice = advise(ws, job)
-        except (JsctlError, OSError):  # the log cannot be read now: describe shows the rest
+        except (JsctlError, OSError, ValueError):  # the log cannot be read now: describe shows the rest
             advice = None
     return JobDetail(row, seen.record(address), seen.unsubmitted().get(address), advice)
 

@@ -115,8 +115,9 @@ def advise(spec: JobSpec, placement: Placement, offer: Offer | None = None) -> S
 
 
 def precision_of(config: dict) -> str:
-    """The compute precision `strategy.config.mixed_precision` names (bf16 unless it says fp16 or fp32)."""
-    mp = str(config.get("mixed_precision", "bf16") or "fp32").lower()
+    """The compute precision `strategy.config.mixed_precision` names; fp32 without one, as the
+    generated configuration and jsruntime then run (strategy_config.py)."""
+    mp = str(config.get("mixed_precision") or "fp32").lower()
     return "fp32" if mp in ("fp32", "float32", "no", "none", "false") else ("fp16" if "16" in mp and "b" not in mp else "bf16")
 
 

@@ -17,8 +17,9 @@ Problems (a global batch size that the world does not divide, offload a ZeRO sta
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 MODULE_LIST = "module_list"  # the members of every nn.ModuleList (jsruntime's default: the layers)
 MODULE_CLASSES = "module_classes"  # every module whose class is named in `wrap_modules`
@@ -39,7 +40,7 @@ class Inputs:
         return max(self.nodes, 1) * max(self.gpus_per_node, 1)
 
     @classmethod
-    def of(cls, spec: Any, placement: Any) -> "Inputs":
+    def of(cls, spec: Any, placement: Any) -> Inputs:
         micro = spec.model.micro_batch_size if getattr(spec, "model", None) else None
         return cls(placement.nodes, max(placement.gpus_per_node, 1), micro)
 
@@ -104,8 +105,8 @@ def auto_wrap(config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     classes = config.get("wrap_modules")
     min_params = config.get("wrap_min_params")
     if classes and min_params:
-        return {"policy": MODULE_LIST}, ["strategy.config gives both wrap_modules and wrap_min_params: "
-                                         "choose one auto-wrap policy (by module class, or by size)"]
+        return {"policy": MODULE_LIST}, [("strategy.config gives both wrap_modules and wrap_min_params: "
+                                          "choose one auto-wrap policy (by module class, or by size)")]
     if classes:
         names = [classes] if isinstance(classes, str) else list(classes)
         return {"policy": MODULE_CLASSES, "module_classes": [str(c) for c in names]}, []

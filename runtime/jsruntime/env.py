@@ -188,7 +188,8 @@ def parse_strategy(raw: str | None, world_size: int) -> StrategyConfig:
     if not isinstance(offload, bool):
         raise ConfigError(f"JETSTREAM_STRATEGY cpu_offload must be true or false, not {offload!r}")
     base = StrategyConfig(parallelism, sharding, offload, precision, explicit=True,
-                          activation_checkpointing=_bool(config, "activation_checkpointing", "config"))
+                          activation_checkpointing=_bool(config, "activation_checkpointing", "config"),
+                          auto_wrap=_config_wrap(config))
     extra: dict = {}
     fsdp = data.get("fsdp")
     if fsdp is not None:
@@ -203,6 +204,22 @@ def parse_strategy(raw: str | None, world_size: int) -> StrategyConfig:
         raise ConfigError(f"JETSTREAM_STRATEGY batch must map names to positive integers, not {sizes!r}")
     extra["batch"] = tuple(sorted(sizes.items()))
     return dataclasses.replace(base, **extra)
+
+
+def _config_wrap(config: Mapping) -> AutoWrap:
+    """The job file's wrap_modules / wrap_min_params (what DDP's activation checkpointing uses; FSDP's
+    generated `auto_wrap` says the same)."""
+    classes, min_params = config.get("wrap_modules"), config.get("wrap_min_params")
+    if classes:
+        names = [classes] if isinstance(classes, str) else classes
+        if not isinstance(names, list) or not all(isinstance(c, str) and c for c in names):
+            raise ConfigError(f"JETSTREAM_STRATEGY config.wrap_modules must name classes, not {classes!r}")
+        return AutoWrap("module_classes", tuple(names))
+    if min_params:
+        if not isinstance(min_params, int) or min_params < 1:
+            raise ConfigError(f"JETSTREAM_STRATEGY config.wrap_min_params must be a positive integer, not {min_params!r}")
+        return AutoWrap("size", min_params=min_params)
+    return AutoWrap()
 
 
 def _bool(obj: Mapping, key: str, where: str, default: bool = False) -> bool:

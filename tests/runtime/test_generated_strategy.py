@@ -1,12 +1,14 @@
 """The FSDP configuration the plan generates (jsctl.plan.strategy_config) is what jsruntime applies:
-auto-wrap per block, activation checkpointing on the blocks, SHARD_GRAD_OP (no resharding after
-forward); and a DeepSpeed plan starts (process group) and hands the program its config."""
+auto-wrap per block (by class or by size), activation checkpointing on the blocks, SHARD_GRAD_OP (no
+resharding after forward), mixed precision; DDP checkpoints the named blocks. (A DeepSpeed job's config
+file: tests/integration/local/test_deepspeed_config.py.)"""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+
 from jsctl.plan.strategy_config import Inputs, generate
 
 try:
@@ -74,3 +76,16 @@ def test_generated_mixed_precision_and_size_policy_are_applied(tmp_path):
     assert wrap["fsdp_units"] == ["<root>", *BLOCKS]
     assert wrap["reshard_after_forward"] == {b: True for b in BLOCKS}
     assert wrap["mixed_precision"] == {b: ["bfloat16", "float32"] for b in BLOCKS}
+
+
+@needs_torch
+def test_ddp_with_activation_checkpointing_on_the_named_blocks(tmp_path):
+    import jsrt_helpers as h
+
+    generated = generate("ddp", {"wrap_modules": ["Block"], "activation_checkpointing": True}, Inputs(1, 2, 16))
+    env = h.job_env(tmp_path / "ckpt", JETSTREAM_STRATEGY=json.dumps(generated.env))
+    job = h.run(h.torchrun(2, h.TRAINER, "--model", "blocks", "--batch-size", "16", "--steps", "3"),
+                env, tmp_path, "ddp")
+    wrap = next(r for r in job.records("event") if r["event"] == "wrap")
+    assert wrap["ddp"] is True and wrap["fsdp_units"] == []
+    assert wrap["checkpointed"] == [f"module.{b}" for b in BLOCKS]

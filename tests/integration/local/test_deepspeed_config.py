@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from localjobs import run_cli, wait_phase
 
 pytest.importorskip("torch", reason="the job calls jsruntime.init(), which needs torch==2.13.0")

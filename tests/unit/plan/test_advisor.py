@@ -127,7 +127,7 @@ def test_named_strategy_offers_checkpointing_and_a_smaller_micro_batch(write, tm
     config = Path(ROOT, "tests", "data", "hf-configs", "llama-2-7b.json").read_text()
     (tmp_path / "config.json").write_text(config)
     text = job("{config: config.json, sequence_length: 1024, micro_batch_size: 8}",
-               "{parallelism: fsdp, config: {sharding_strategy: FULL_SHARD}}", count=32)
+               "{parallelism: fsdp, config: {sharding_strategy: FULL_SHARD, mixed_precision: bf16}}", count=32)
     with pytest.raises(PlanError) as caught:
         plan(tmp_path, text)
     msg = caught.value.message
@@ -158,7 +158,8 @@ def test_named_strategy_within_the_margin_warns_it_may_run_out_of_memory(tmp_pat
 
 
 def test_auto_says_why_in_one_line_under_the_strategy(tmp_path):
-    text = output.render_text(plan(tmp_path, job("{parameters: 13B}", "{parallelism: auto}", count=32)))
+    text = output.render_text(plan(tmp_path, job("{parameters: 13B}", "{parallelism: auto, config: {mixed_precision: bf16}}",
+                                                 count=32)))
     lines = text.splitlines()
     at = next(i for i, line in enumerate(lines) if "+ strategy    = fsdp SHARD_GRAD_OP" in line)
     assert lines[at + 1].strip().startswith("(fsdp SHARD_GRAD_OP: the least communication that fits a100-40gb "

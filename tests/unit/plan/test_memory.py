@@ -103,7 +103,7 @@ INVENTORY = Path(__file__).resolve().parents[2] / "golden" / "slurm" / "jsctl.ya
 def test_explain_memory_names_every_term_and_the_lower_bounds(write, jsctl):
     path = write("job.yaml", "version: jetstream.v1\njob: {name: s}\nmodel: {parameters: 7B}\n"
                  "compute: {resources: {gpu: {type: a100-80gb, count: 8}}}\n"
-                 "strategy: {parallelism: fsdp, config: {sharding_strategy: FULL_SHARD}}\n"
+                 "strategy: {parallelism: fsdp, config: {sharding_strategy: FULL_SHARD, mixed_precision: bf16}}\n"
                  "lifecycle: {command: [python, train.py]}\n")
     code, out, err = jsctl("plan", "-f", path, "--workspace", str(INVENTORY), "--refresh=false", "--explain-memory")
     assert code == 0, err
@@ -119,3 +119,12 @@ def test_explain_memory_names_every_term_and_the_lower_bounds(write, jsctl):
     mem = json.loads(out)["resource_changes"][0]["change"]["after"]["strategy_advice"]["memory"]
     assert mem["lower_bound"] and mem["model"]["source"] == "model.parameters"
     assert [t["name"] for t in mem["terms"] if t["lower_bound"]] == ["activations", "logits", "communication buffers"]
+
+
+def test_the_estimate_counts_the_precision_the_job_runs_in():
+    """Without mixed_precision jsruntime runs fp32 (the generated fsdp block has no mixed precision),
+    so the memory estimate counts fp32 too; with bf16 both say bf16."""
+    from jsctl.plan.strategy import precision_of
+
+    assert precision_of({}) == "fp32" and precision_of({"mixed_precision": "bf16"}) == "bf16"
+    assert precision_of({"mixed_precision": "fp16"}) == "fp16"

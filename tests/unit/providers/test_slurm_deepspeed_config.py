@@ -40,7 +40,8 @@ def test_script_writes_the_config_the_plan_shows_and_the_job_reads_it(tmp_path):
     os.makedirs(c.artifact.request.log_dir, exist_ok=True)  # the client makes it before sbatch
     res = run_script(tmp_path, text)
     assert res.returncode == 0, res.stderr
-    assert json.loads(open(path).read()) == planned
+    with open(path) as fh:
+        assert json.load(fh) == planned
     got = [line for line in res.stdout.splitlines() if line.startswith("GOT ")]
     assert got and json.loads(got[0][4:]) == planned
 
