@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from jsctl.config import schema, semantics
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, has_errors, note
@@ -162,25 +162,27 @@ def _shown(refs: list[Reference]) -> str:
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
+def _strings(node: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """Every string in a document, with its path of keys and indexes."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _strings(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _strings(v, path + (i,))
+    elif isinstance(node, str):
+        yield path, node
+
+
 def _malformed_references(doc: Document) -> list[Diagnostic]:
     """`{{jobs...}}` that is not `{{jobs.<job>.outputs.<output>}}` would reach the job as literal text."""
     found: list[Diagnostic] = []
-
-    def walk(node: Any, path: tuple) -> None:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, path + (k,))
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, path + (i,))
-        elif isinstance(node, str) and "{{" in node:
-            for m in ANY_REF.finditer(node):
-                if not REF.fullmatch(m.group(0)):
-                    p = _ref_position(doc, Reference("", "", path, m.start()))
-                    found.append(error("R005", f"malformed reference '{m.group(0)}'", doc.path, p.line, p.col,
-                                       hint="write {{jobs.<job>.outputs.<output>}}", length=len(m.group(0))))
-
-    walk(doc.data, ())
+    for path, text in _strings(doc.data):
+        for m in ANY_REF.finditer(text) if "{{" in text else ():
+            if not REF.fullmatch(m.group(0)):
+                p = _ref_position(doc, Reference("", "", path, m.start()))
+                found.append(error("R005", f"malformed reference '{m.group(0)}'", doc.path, p.line, p.col,
+                                   hint="write {{jobs.<job>.outputs.<output>}}", length=len(m.group(0))))
     return found
 
 
@@ -218,20 +220,8 @@ def _including_hint(path: str) -> str:
 
 
 def _references(doc: Document) -> list[Reference]:
-    refs: list[Reference] = []
-
-    def walk(node: Any, path: tuple) -> None:
-        if isinstance(node, dict):
-            for k, v in node.items():
-                walk(v, path + (k,))
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, path + (i,))
-        elif isinstance(node, str):
-            refs.extend(Reference(m.group(1), m.group(2), path, m.start()) for m in REF.finditer(node))
-
-    walk(doc.data, ())
-    return refs
+    return [Reference(m.group(1), m.group(2), path, m.start())
+            for path, text in _strings(doc.data) for m in REF.finditer(text)]
 
 
 def _workflow_sources(doc: Document, variables: Variables, sources: Sources,
