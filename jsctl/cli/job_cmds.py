@@ -9,6 +9,7 @@ import click
 
 from jsctl import JSON_FORMAT_VERSION
 from jsctl.cli.common import echo_err, lock_seconds, lock_timeout_option, on_lock_wait, workspace_option
+from jsctl.errors import UsageError
 
 
 def _age(seconds: float | None) -> str:
@@ -56,14 +57,20 @@ def status(job, as_json, workspace_file) -> None:
 
 
 @click.command()
-@click.argument("job")
+@click.argument("words", nargs=-1, required=True, metavar="[job] JOB")
 @workspace_option
-def describe(job, workspace_file) -> None:
+def describe(words, workspace_file) -> None:
     """Everything about one job: spec, placement, artifact, live status, history.
 
-    Example: jsctl describe quickstart
+    Example: jsctl describe quickstart   (or, as the product description writes it: jsctl describe job ID)
     """
     from jsctl import api
+
+    if len(words) == 2 and words[0] == "job":
+        words = words[1:]
+    if len(words) != 1:
+        raise UsageError("describe takes one job: jsctl describe JOB (or jsctl describe job JOB)")
+    job = words[0]
 
     detail = api.describe(api.open_workspace(workspace_file), job, echo_err)
     record, row = detail.record, detail.status

@@ -224,6 +224,26 @@ def apply(planfile, files, cli_vars, var_files, targets, refresh, probe_timeout,
 
 
 @click.command(cls=FilesCommand)
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@changing_options
+def submit(paths, files, cli_vars, var_files, targets, refresh, probe_timeout, auto_approve, as_json, lock_timeout,
+           workspace_file) -> None:
+    """Plan FILEs and apply them in one step, without asking: the product description's `submit`, for
+    people who do not review plans. The plan is printed first; `apply -f` asks, `plan` only shows.
+
+    Example: jsctl submit -f finetune.yaml -v EXPERIMENT_NAME=llama-7b-lora-test
+    """
+    if not paths and not files:
+        raise UsageError("submit needs job or workflow files: jsctl submit -f FILE... (or jsctl submit FILE...)")
+    if any(p.endswith(".json") for p in paths):
+        raise UsageError("submit takes job and workflow files; apply a saved plan with: jsctl apply PLANFILE")
+    click.get_current_context().invoke(apply, planfile=None, files=tuple(files) + tuple(paths), cli_vars=cli_vars,
+                                       var_files=var_files, targets=targets, refresh=refresh,
+                                       probe_timeout=probe_timeout, auto_approve=True, as_json=as_json,
+                                       lock_timeout=lock_timeout, workspace_file=workspace_file)
+
+
+@click.command(cls=FilesCommand)
 @changing_options
 def destroy(files, cli_vars, var_files, targets, refresh, probe_timeout, auto_approve, as_json, lock_timeout, workspace_file) -> None:
     """Stop and forget every job of these files.
@@ -260,4 +280,4 @@ def force_unlock(lock_id, workspace_file) -> None:
     click.echo(f"Released the lock {lock_id} held by {info.get('Who')} for {info.get('Operation')}.")
 
 
-COMMANDS = (plan, apply, destroy, force_unlock)
+COMMANDS = (plan, apply, submit, destroy, force_unlock)

@@ -382,3 +382,18 @@ def test_unused_variable_warns_and_var_file_format_is_explained(ws):
     assert "a --var-file is a YAML mapping of NAME: value" in err
     code, out, err = run_cli("plan", "-f", "job.yaml", "-v", "GREETNG=hi")
     assert code == 1 and "undefined variable 'GREETING' (did you mean 'GREETNG'?)" in err
+
+
+def test_the_seeds_submit_and_describe_job_verbs(ws):
+    """`jsctl submit -f FILE -v K=V` plans and applies without asking (no terminal, no --auto-approve);
+    `jsctl describe job ID` reads as the product description writes it."""
+    (ws / "sub.yaml").write_text(job_yaml("sub-${EXP}", ["echo", "hi"]))
+    code, out, err = run_cli("submit", "-f", "sub.yaml", "-v", "EXP=one")
+    assert code == 0, err
+    assert "Plan: 1 to add" in out and "Apply complete!" in out
+    job_id = json.loads(run_cli("status", "--json")[1])["jobs"][0]["job_id"]
+    assert job_id.startswith("js-sub-one-")
+    code, out, err = run_cli("describe", "job", job_id)
+    assert code == 0 and "job.sub-one" in out, err
+    assert run_cli("describe", "job", "a", "b")[0] == 1
+    assert run_cli("submit")[0] == 1
