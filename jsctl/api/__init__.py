@@ -8,12 +8,12 @@ prints what they return.
 """
 from jsctl.api.live import Echo, force_unlock, observe, open_workspace, probe, refresh, store_for
 from jsctl.api.plans import Validation, apply, check_remote, plan, validate, variables
-from jsctl.api.jobs import (Controlled, JobDetail, JobStatus, Tuned, advise, describe, find, logs, metrics, pause,
-                            resume, scale, status, stop, tune)
+from jsctl.api.jobs import (Controlled, JobDetail, JobStatus, Paused, Tuned, advise, describe, find, logs, metrics,
+                            pause, resume, scale, status, stop, tune)
 from jsctl.api.reports import ClusterStatus, cluster_status, cost_report, offers
 
 __all__ = ["Echo", "force_unlock", "observe", "open_workspace", "probe", "refresh", "store_for", "Validation", "apply",
            "check_remote", "plan", "validate", "variables", "Controlled", "JobDetail", "JobStatus", "describe",
-           "find", "logs", "metrics", "pause", "resume", "scale", "status", "stop", "Tuned", "advise", "tune",
+           "find", "logs", "metrics", "Paused", "pause", "resume", "scale", "status", "stop", "Tuned", "advise", "tune",
            "ClusterStatus",
            "cluster_status", "cost_report", "offers"]

@@ -63,7 +63,7 @@ class JobDetail:
 
 @dataclass(frozen=True)
 class Controlled:
-    """What stop, pause, resume or scale did: the verb, the job and its handle."""
+    """What stop, resume or scale did: the verb, the job and its handle (pause: `Paused`)."""
 
     verb: str  # "stop" | "pause" | "resume" | "scale"
     address: str
@@ -203,8 +203,31 @@ def stop(ws: Workspace, job: str, lock_timeout_s: float = 0.0, on_lock_wait: OnL
                                        "stopped_by_jsctl": True}, ws, job, lock_timeout_s, on_lock_wait)
 
 
-def pause(ws: Workspace, job: str, lock_timeout_s: float = 0.0, on_lock_wait: OnLockWait | None = None) -> Controlled:
-    return _control("pause", "pause", {"phase": "PAUSED"}, ws, job, lock_timeout_s, on_lock_wait)
+@dataclass(frozen=True)
+class Paused:
+    """What `pause` did: the job, its handle and the checkpoint step it paused at (None: paused without a
+    checkpoint — forced, or a provider that suspends in place — so it still holds its GPUs)."""
+
+    address: str
+    handle: JobHandle
+    step: int | None
+    forced: bool = False
+    verb: str = "pause"
+
+
+def pause(ws: Workspace, job: str, timeout_s: float = 300.0, force: bool = False, lock_timeout_s: float = 0.0,
+          on_lock_wait: OnLockWait | None = None) -> Paused:
+    """Checkpoint the job, wait up to `timeout_s` for the checkpoint, then release its resources (where its
+    provider can); state records PAUSED with the checkpoint step. A job without checkpoints is refused
+    unless `force`; a checkpoint that does not complete in time leaves the job running (ProviderError)."""
+    address, _, client, handle = _target(ws, job)
+    step = client.pause(handle, timeout_s=timeout_s, force=force)
+    event = f"paused at checkpoint step {step}" if step is not None else "paused (no checkpoint)"
+    engine = f"paused at step {step}" if step is not None else None
+    _record(ws, address, "pause", event, lock_timeout_s, on_lock_wait,
+            lambda r: replace(r, status=replace(r.status, phase="PAUSED",
+                                                engine_state=engine or r.status.engine_state)))
+    return Paused(address, handle, step, forced=force and step is None)
 
 
 def resume(ws: Workspace, job: str, lock_timeout_s: float = 0.0, on_lock_wait: OnLockWait | None = None) -> Controlled:

@@ -166,8 +166,46 @@ def _control_command(name: str, doc: str):
 PAST = {"stop": "Stopped", "pause": "Paused", "resume": "Resumed"}
 stop = _control_command("stop", "Cancel a job (idempotent); it stays in state as CANCELLED.\n\n"
                         "Example: jsctl stop quickstart")
-pause = _control_command("pause", "Pause a running job (Slurm: scontrol suspend; local: SIGSTOP).\n\n"
-                         "Example: jsctl pause quickstart")
+
+
+@click.command()
+@click.argument("job")
+@click.option("--timeout", "timeout", default="5m", show_default=True, metavar="DURATION",
+              help="How long to wait for the checkpoint; when it does not complete, the job keeps running.")
+@click.option("--force", is_flag=True, help="Pause a job without checkpoints anyway (local: stopped in place "
+                                            "with SIGSTOP, holding its workers).")
+@lock_timeout_option
+@workspace_option
+def pause(job, timeout, force, lock_timeout, workspace_file) -> None:
+    """Checkpoint a running job, then stop its workers and free its GPUs until jsctl resume (local).
+    Slurm, for now: scontrol suspend (the GPUs stay allocated). A job without checkpoints is refused
+    unless --force.
+
+    Example: jsctl pause quickstart --timeout 5m
+    """
+    from jsctl import api
+    from jsctl.config.quantities import parse_duration
+
+    try:
+        timeout_s = float(parse_duration(timeout))
+    except ValueError:
+        raise UsageError(f"--timeout expects a duration like 30s or 5m, got {timeout!r}") from None
+    done = api.pause(api.open_workspace(workspace_file), job, timeout_s, force, lock_seconds(lock_timeout),
+                     on_lock_wait)
+    if done.step is not None:
+        click.echo(f"Paused {done.address} ({done.handle}) at checkpoint step {done.step}; its workers are "
+                   f"stopped (GPUs held: none). jsctl resume {job} continues from step {done.step}.")
+    elif done.handle.provider == "slurm":
+        click.echo(f"Paused {done.address} ({done.handle}): on Slurm, pause suspends the job (scontrol suspend) "
+                   "without a checkpoint and its GPUs stay allocated, until Slurm's checkpoint-and-free pause lands.")
+    elif done.forced:
+        click.echo(f"Paused {done.address} ({done.handle}) without a checkpoint (--force): its processes are "
+                   "stopped in place (SIGSTOP) and keep their memory and GPUs; nothing is lost unless it is "
+                   "stopped before jsctl resume.")
+    else:
+        click.echo(f"Paused {done.address} ({done.handle}); the job reported no checkpoint step.")
+
+
 resume = _control_command("resume", "Resume a paused job.\n\nExample: jsctl resume quickstart")
 
 

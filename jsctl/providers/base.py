@@ -126,7 +126,10 @@ class ProviderClient(ABC):
     def check(self, artifact: RenderedArtifact) -> str:
         raise CapabilityError(f"provider {self.provider} cannot check a job against the scheduler (--check-remote)")
 
-    def pause(self, handle: JobHandle) -> None:
+    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> int | None:
+        """Checkpoint the job (its runtime's preemption path), wait up to `timeout_s` for the checkpoint,
+        then release its resources; returns the checkpoint step (None where the provider pauses without
+        one). A job without checkpoints is refused unless `force` (which says what it loses)."""
         raise CapabilityError(f"provider {self.provider} cannot pause jobs")
 
     def resume(self, handle: JobHandle) -> None:

@@ -156,11 +156,76 @@ def applied(model: nn.Module) -> dict[str, object]:
 def _ddp(model: nn.Module, device: torch.device) -> nn.Module:
     from torch.nn.parallel import DistributedDataParallel
 
-    return DistributedDataParallel(
+    ddp = DistributedDataParallel(
         model,
         device_ids=[device] if device.type == "cuda" else None,
         gradient_as_bucket_view=True,
     )
+    _pin_buckets(ddp)
+    return ddp
+
+
+def _pin_buckets(ddp: nn.Module) -> None:
+    """Give DDP its final gradient buckets now, computed from the parameter order alone.
+
+    Why: DDP starts with one bucket holding every gradient and, after the first backward, rebuilds
+    the buckets from the order in which gradients became ready (Reducer::rebuild_buckets: a small
+    first bucket, then bucket_cap_mb ones). A job restarted at step k therefore reduces step k+1
+    with the one-bucket layout while the uninterrupted job used the rebuilt one. The layout sets
+    where each gradient element falls in the ring allreduce's chunks, and so the order in which the
+    ranks' values are added: with more than two ranks, float addition in another order differs in
+    the last bits, and a resumed run drifts away from an uninterrupted one.
+
+    How: the reducer's one rebuild is triggered here, before training, from a replayed "backward"
+    in which each parameter is marked ready in reverse parameter order (the order DDP itself
+    assumes before it has measured one; Reducer::_autograd_hook is what DDP's mixed-precision path
+    calls). The rebuild then happens as DDP would do it (same size limits, indices broadcast from
+    rank 0), and never again, so every step of every run - fresh, restarted, resized - reduces
+    with the same buckets. The replay all-reduces zeros once; the parameters' .grad are put back
+    as they were (None before the first step).
+    Cost: where the real ready order differs from the reverse parameter order, a bucket can wait
+    for a gradient computed later (less overlap of communication with backward), as with DDP's
+    own first-iteration layout under find_unused_parameters=True.
+    """
+    reducer = ddp.reducer  # type: ignore[attr-defined]
+    if ddp.static_graph or ddp.find_unused_parameters or getattr(ddp, "_delay_all_reduce_params", None):
+        return  # other rebuild rules there; leave DDP as it is
+    needed = ("prepare_for_forward", "prepare_for_backward", "_autograd_hook", "_rebuild_buckets")
+    if not all(hasattr(reducer, name) for name in needed):
+        log.warning("jsruntime: this torch's DDP reducer lacks %s: gradient buckets are not pinned, so a "
+                    "resumed job with more than 2 ranks may differ from an uninterrupted one in the last bits",
+                    ", ".join(n for n in needed if not hasattr(reducer, n)))
+        return
+    # The reducer's parameters, in its indexing (DistributedDataParallel._build_params_for_reducer).
+    params: list[nn.Parameter] = []
+    seen: set[int] = set()
+    for module_name, module in ddp.module.named_modules():  # type: ignore[union-attr]
+        for name, p in module.named_parameters(recurse=False):
+            if p.requires_grad and f"{module_name}.{name}" not in ddp.parameters_to_ignore and id(p) not in seen:
+                seen.add(id(p))
+                params.append(p)
+
+    class _Replay(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: object, x: torch.Tensor) -> torch.Tensor:
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx: object, grad: torch.Tensor) -> torch.Tensor:
+            for index in reversed(range(len(params))):
+                reducer._autograd_hook(index)
+            return grad
+
+    grads_before = [p.grad for p in params]
+    x = torch.zeros(1, device=ddp.device, requires_grad=True)  # type: ignore[attr-defined]
+    reducer.prepare_for_forward()
+    reducer.prepare_for_backward([])
+    _Replay.apply(x).sum().backward()
+    if not reducer._rebuild_buckets():
+        raise StrategyError("jsruntime: DDP did not rebuild its gradient buckets from the replayed order")
+    ddp._has_rebuilt_buckets = True  # type: ignore[attr-defined]
+    for p, g in zip(params, grads_before):
+        p.grad = g
 
 
 def _fsdp(

@@ -42,7 +42,7 @@ class LocalClient(ProviderClient):
             status = runs.read_json(os.path.join(self.root, name, runs.STATUS)) or {}
             request = runs.read_json(os.path.join(self.root, name, runs.REQUEST)) or {}
             workers = int(status.get("workers") or request.get("workers") or 0)
-            if status.get("phase") in ("RUNNING", "PAUSED"):
+            if status.get("phase") == "RUNNING" or (status.get("phase") == "PAUSED" and not status.get("released")):
                 busy += workers
             elif status.get("phase") == "PENDING":
                 queued += workers
@@ -93,6 +93,9 @@ class LocalClient(ProviderClient):
             phase = status.get("phase", "UNKNOWN")
             if phase in ("PENDING", "RUNNING", "PAUSED") and not runs.pid_alive(self._supervisor(handle, status)):
                 phase, reason = "FAILED", "the supervisor process died (machine restarted or killed)"
+        if phase == "PAUSED" and reason is None:
+            reason = (f"PAUSED at step {status.get('paused_step')}; GPUs held: none" if status.get("released") else
+                      "PAUSED in place (SIGSTOP, no checkpoint); GPUs held: all of its workers")
         return LiveStatus(phase, status.get("engine_state", ""), reason, status.get("started_at"),
                           status.get("ended_at"), status.get("exit_code"),
                           int(status.get("restarts", 0)) + int(status.get("requeues", 0)), ("local",))
@@ -214,12 +217,66 @@ class LocalClient(ProviderClient):
         workers = max(int(placement.get("nodes") or 1) * int(placement.get("gpus_per_node") or 1), 1)
         return memory // workers or None
 
-    def pause(self, handle: JobHandle) -> None:
-        status = self._signal_group(handle, signal.SIGSTOP)
-        status.update(phase="PAUSED", engine_state="stopped (SIGSTOP)")
-        runs.write_json(os.path.join(self._dir(handle), runs.STATUS), status)
+    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> int | None:
+        """Checkpoint (SIGUSR1 → jsruntime saves and exits 75), then the supervisor stops the workers and
+        waits, PAUSED, holding no workers, until `resume`. Returns the checkpoint step. A job without a
+        checkpoint directory is refused; with `force` it is stopped in place (SIGSTOP: it keeps its memory
+        and its workers, and loses nothing unless stopped) and None is returned."""
+        directory = self._dir(handle)
+        request = runs.read_json(os.path.join(directory, runs.REQUEST)) or {}
+        status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
+        if status.get("phase") == "PAUSED":
+            return status.get("paused_step")
+        if not (request.get("env") or {}).get("JETSTREAM_CHECKPOINT_DIR"):
+            if not force:
+                raise ProviderError(f"{handle} writes no checkpoints (no checkpoint output in its spec), so pausing "
+                                    "it would lose its progress",
+                                    hint="declare a checkpoint output, or pass --force to stop its processes in "
+                                         "place (SIGSTOP: they keep their memory and workers until jsctl resume)")
+            status = self._signal_group(handle, signal.SIGSTOP)
+            status.update(phase="PAUSED", engine_state="stopped (SIGSTOP)", paused_step=None, released=False)
+            runs.write_json(os.path.join(directory, runs.STATUS), status)
+            return None
+        if status.get("phase") != "RUNNING" or not status.get("child_pgid"):
+            raise ProviderError(f"{handle} is not running (phase {status.get('phase', 'UNKNOWN')})")
+        marker = os.path.join(directory, runs.PAUSE)
+        open(marker, "w").close()
+        try:
+            os.killpg(int(status["child_pgid"]), signal.SIGUSR1)  # the launcher forwards it to torchrun and workers
+        except ProcessLookupError:
+            pass
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
+            if status.get("phase") == "PAUSED":
+                return status.get("paused_step")
+            if status.get("phase") in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                break
+            time.sleep(0.2)
+        try:
+            os.unlink(marker)  # a checkpoint that completes later requeues and continues, as a preemption does
+        except FileNotFoundError:
+            pass
+        status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
+        if status.get("phase") in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            raise ProviderError(f"{handle} ended ({status.get('phase')}) before it paused")
+        raise ProviderError(f"{handle} did not complete a checkpoint within {timeout_s:g}s: not paused, it keeps "
+                            "running", hint="give it longer with --timeout (a checkpoint that completes later "
+                                                "restarts it from that checkpoint, as a preemption does)")
 
     def resume(self, handle: JobHandle) -> None:
+        directory = self._dir(handle)
+        status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
+        if status.get("phase") == "PAUSED" and status.get("released"):
+            try:  # the supervisor starts the workers again; jsruntime restores the checkpoint
+                os.unlink(os.path.join(directory, runs.PAUSE))
+            except FileNotFoundError:
+                pass
+            for _ in range(50):
+                if (runs.read_json(os.path.join(directory, runs.STATUS)) or {}).get("phase") != "PAUSED":
+                    return
+                time.sleep(0.1)
+            return
         status = self._signal_group(handle, signal.SIGCONT)
         status.update(phase="RUNNING", engine_state="running")
-        runs.write_json(os.path.join(self._dir(handle), runs.STATUS), status)
+        runs.write_json(os.path.join(directory, runs.STATUS), status)

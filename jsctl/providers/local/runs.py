@@ -16,6 +16,7 @@ CANCEL = "cancel"  # presence asks the supervisor to stop
 MARKER = "JSCTL_LOCAL_RUN"  # in every process of a run: its run directory (see run_marker)
 SCALE = "scale.json"  # {"workers": N}: restart on this many workers after the next checkpoint
 STRATEGY = "strategy.json"  # {"strategy": {...}}: restart with this JETSTREAM_STRATEGY after the next checkpoint
+PAUSE = "pause"  # presence: after the next checkpoint, stop the workers and wait (PAUSED) until it is removed
 
 
 def run_dir(runs_root: str, job_id: str) -> str:

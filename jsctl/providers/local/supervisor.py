@@ -119,6 +119,39 @@ class Supervisor:
             self._stop_at = time.time() + GRACE_S
         return self._stop_at
 
+    def last_checkpoint_step(self) -> int | None:
+        """The step of the newest checkpoint the runtime reported in the log."""
+        step = None
+        try:
+            with open(os.path.join(self.dir, runs.LOG), "rb") as fh:
+                for raw in fh:
+                    if raw.startswith(b'{"jetstream": "checkpoint"'):
+                        try:
+                            step = int(json.loads(raw)["step"])
+                        except (ValueError, KeyError, TypeError):
+                            continue
+        except OSError:
+            return None
+        return step
+
+    def paused(self) -> bool:
+        """`jsctl pause`: the job checkpointed and exited; its workers are gone. Wait, PAUSED and holding
+        no workers, until the pause marker is removed (resume: True) or the run is cancelled (False)."""
+        step = self.last_checkpoint_step()
+        self.note(f"paused at checkpoint step {step}: workers stopped until jsctl resume")
+        self.save(phase="PAUSED", engine_state=f"paused at step {step}", paused_step=step, released=True,
+                  child_pgid=None)
+        since = time.time()
+        while os.path.exists(os.path.join(self.dir, runs.PAUSE)):
+            if self.cancelled or os.path.exists(os.path.join(self.dir, runs.CANCEL)):
+                self.cancelled = True
+                return False
+            time.sleep(0.2)
+        self.started += time.time() - since  # time_limit counts running time, not time paused
+        self.note(f"resumed: restarting from the checkpoint at step {step}")
+        self.save(phase="RUNNING", engine_state="resuming", released=False)
+        return True
+
     def hooks(self, name: str, env: dict[str, str]) -> int:
         for i, argv in enumerate(self.request.get(name) or []):
             code = self.run(argv, env, f"{name}[{i}]")
@@ -148,7 +181,10 @@ class Supervisor:
             if code == 0 or self.cancelled or self.timed_out:
                 break
             codes = self.request.get("restart_on_exit_codes") or []
-            if code == REQUEUE_EXIT_CODE and requeues < MAX_REQUEUES:
+            if code == REQUEUE_EXIT_CODE and os.path.exists(os.path.join(self.dir, runs.PAUSE)):
+                if not self.paused():  # cancelled while paused
+                    break
+            elif code == REQUEUE_EXIT_CODE and requeues < MAX_REQUEUES:
                 requeues += 1
                 scaled = runs.read_json(os.path.join(self.dir, runs.SCALE))
                 tuned = runs.read_json(os.path.join(self.dir, runs.STRATEGY))

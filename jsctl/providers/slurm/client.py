@@ -269,8 +269,9 @@ class SlurmClient(ProviderClient):
             raise ProviderError(f"Slurm no longer knows {handle}")
         return job, parse.live_from_squeue(job)
 
-    def pause(self, handle: JobHandle) -> None:
-        """Running: `scontrol suspend` (operators and root only); pending: `scontrol hold`."""
+    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> int | None:
+        """Running: `scontrol suspend` (operators and root only); pending: `scontrol hold`. No checkpoint
+        yet (the GPUs stay allocated while suspended): `timeout_s` and `force` do not apply; returns None."""
         job, live = self._live_job(handle)
         if live.phase == "RUNNING":
             self._scontrol(["suspend", handle.id], "suspending a running job needs Slurm operator rights; "
@@ -279,6 +280,7 @@ class SlurmClient(ProviderClient):
             self._scontrol(["hold", handle.id])
         elif live.phase != "PAUSED":
             raise ProviderError(f"{handle} is {live.phase} ({live.engine_state}): only pending or running jobs pause")
+        return None
 
     def resume(self, handle: JobHandle) -> None:
         """Suspended: `scontrol resume`; held: `scontrol release`; requeued (preempted) and waiting for its

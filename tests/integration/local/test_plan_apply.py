@@ -174,7 +174,8 @@ def test_pause_resume(ws):
     import time
 
     time.sleep(0.5)
-    assert run_cli("pause", "p")[0] == 0
+    assert run_cli("pause", "p")[0] == 1  # no checkpoints: refused (issue 16)
+    assert run_cli("pause", "p", "--force")[0] == 0  # stopped in place (SIGSTOP)
     assert wait_phase("p", ("PAUSED",))["phase"] == "PAUSED"
     assert run_cli("resume", "p")[0] == 0
     assert wait_phase("p", ("RUNNING",))["phase"] == "RUNNING"

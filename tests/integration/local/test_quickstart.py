@@ -1,13 +1,14 @@
 """The quickstart really trains on the local provider, and recovers when a worker is killed."""
 import json
 import os
+import re
 import shutil
 import signal
 import time
 
 import pytest
 
-from localjobs import run_cli, wait_phase
+from localjobs import job_yaml, run_cli, wait_phase
 from paths import EXAMPLES
 
 from jsctl.providers.local.runs import job_processes
@@ -139,3 +140,75 @@ def test_tune_switches_a_running_fsdp_job_to_ddp(quickstart):
     assert "comm_s" in after[0] and after[-1]["step"] == 1500
     code, out, _ = run_cli("plan", "-f", "quickstart.yaml", "-v", "STEPS=1500")
     assert "strategy.parallelism" in out and "ddp" in out, out  # the file still says fsdp: the plan shows it
+
+
+def test_pause_checkpoints_frees_the_workers_and_resume_restores(quickstart):
+    """`jsctl pause` (issue 16): checkpoint at step k, PAUSED with no worker alive; `jsctl resume`
+    restores step k and ends with the loss of an uninterrupted run."""
+    text = (quickstart / "quickstart.yaml").read_text()
+    (quickstart / "plain.yaml").write_text(text.replace("name: quickstart", "name: plain"))
+    assert run_cli("apply", "-f", "plain.yaml", "--auto-approve", "-v", "STEPS=600")[0] == 0
+    assert wait_phase("plain", timeout=180)["phase"] == "SUCCEEDED"
+    assert run_cli("apply", "-f", "quickstart.yaml", "--auto-approve", "-v", "STEPS=600")[0] == 0
+    job_id = json.loads(run_cli("status", "quickstart", "--json")[1])["jobs"][0]["job_id"]
+    run_dir = quickstart / ".jsctl" / "runs" / job_id
+    deadline = time.time() + 90
+    while time.time() < deadline and not list(quickstart.glob(f"out/{job_id}/checkpoints/step-*")):
+        time.sleep(0.2)
+    code, out, err = run_cli("pause", "quickstart", "--timeout", "2m")
+    assert code == 0, out + err
+    step = int(re.search(r"checkpoint step (\d+)", out).group(1))
+    assert 0 < step < 600 and "GPUs held: none" in out
+    row = json.loads(run_cli("status", "quickstart", "--json")[1])["jobs"][0]
+    assert row["phase"] == "PAUSED" and str(step) in row["engine_state"], row
+    assert f"PAUSED at step {step}; GPUs held: none" in run_cli("status", "quickstart")[1]
+    assert job_processes(str(run_dir)) == []  # every worker (and launcher) is gone
+    time.sleep(1)
+    assert json.loads(run_cli("status", "quickstart", "--json")[1])["jobs"][0]["phase"] == "PAUSED"
+    code, out, err = run_cli("resume", "quickstart")
+    assert code == 0, out + err
+    row = wait_phase("quickstart", timeout=240)
+    log = run_cli("logs", "quickstart", "--metrics")[1]
+    assert row["phase"] == "SUCCEEDED", log[-3000:]
+    events = [json.loads(line) for line in log.splitlines() if line.startswith('{"jetstream": "event"')]
+    restored = [e for e in events if e.get("event") == "restore"]
+    assert restored and restored[-1]["step"] == step, restored
+    final = lambda name: json.loads(next(quickstart.glob(f"out/js-{name}-*/results/final.json")).read_text())  # noqa: E731
+    assert final("quickstart")["final_loss"] == final("plain")["final_loss"]
+
+
+def test_pause_refuses_a_job_without_checkpoints_and_times_out_on_one_that_ignores_it(ws):
+    (ws / "nock.yaml").write_text(job_yaml("nock", ["sleep", "60"]))
+    deaf = job_yaml("deaf", ["bash", "-c", 'trap "" USR1; sleep 60'],
+                    "storage:\n  outputs:\n    - name: checkpoints\n      path: ck\n      policy:\n"
+                    "        keep_latest: 1\n")
+    (ws / "deaf.yaml").write_text(deaf)
+    assert run_cli("apply", "-f", "nock.yaml", "-f", "deaf.yaml", "--auto-approve")[0] == 0
+    wait_phase("nock", ("RUNNING",), timeout=30)
+    wait_phase("deaf", ("RUNNING",), timeout=30)
+    time.sleep(0.5)  # bash sets its trap
+    code, out, err = run_cli("pause", "nock")
+    assert code == 1 and "no checkpoints" in err and "--force" in err, out + err
+    assert wait_phase("nock", ("RUNNING",), timeout=5)["phase"] == "RUNNING"
+    code, out, err = run_cli("pause", "nock", "--force")
+    assert code == 0 and "SIGSTOP" in out, out + err
+    assert json.loads(run_cli("status", "nock", "--json")[1])["jobs"][0]["phase"] == "PAUSED"
+    assert run_cli("resume", "nock")[0] == 0
+    assert wait_phase("nock", ("RUNNING",), timeout=5)["phase"] == "RUNNING"
+    code, out, err = run_cli("pause", "deaf", "--timeout", "3s")
+    assert code == 1 and "did not complete a checkpoint within 3s" in err and "keeps running" in err, out + err
+    assert wait_phase("deaf", ("RUNNING",), timeout=5)["phase"] == "RUNNING"
+    assert run_cli("stop", "nock")[0] == 0 and run_cli("stop", "deaf")[0] == 0
+    # a paused job (workers gone, the supervisor waiting) stops cleanly
+    quits = job_yaml("quits", ["bash", "-c", 'trap "exit 75" USR1; while true; do sleep 0.1; done'],
+                     "storage:\n  outputs:\n    - name: checkpoints\n      path: ck2\n      policy:\n"
+                     "        keep_latest: 1\n")
+    (ws / "quits.yaml").write_text(quits)
+    assert run_cli("apply", "-f", "quits.yaml", "--auto-approve")[0] == 0
+    wait_phase("quits", ("RUNNING",), timeout=30)
+    time.sleep(0.5)
+    code, out, err = run_cli("pause", "quits", "--timeout", "20s")
+    assert code == 0, out + err
+    assert json.loads(run_cli("status", "quits", "--json")[1])["jobs"][0]["phase"] == "PAUSED"
+    assert run_cli("stop", "quits")[0] == 0
+    assert wait_phase("quits", timeout=20)["phase"] == "CANCELLED"
