@@ -5,10 +5,10 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, ClassVar, Mapping, TypeVar
 
 from jsctl.model.diff import field_changes
+from jsctl.model.word import Word
 
 R = TypeVar("R", bound="Request")
 
@@ -84,7 +84,7 @@ class RenderedArtifact:
                    d["summary"], tuple(d.get("notes", ())), tuple(d.get("secrets", ())), tuple(d.get("upstream", ())))
 
 
-class Action(str, Enum):
+class Action(Word):
     """What apply does at an address (Terraform's words). A str: compares equal to its value."""
 
     CREATE = "create"
@@ -92,10 +92,6 @@ class Action(str, Enum):
     REPLACE = "replace"
     DELETE = "delete"
     NO_OP = "no-op"
-
-    __str__ = str.__str__
-    __format__ = str.__format__
-    __hash__ = str.__hash__  # a key of a dict keyed by the plain word finds it
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 from jsctl.errors import ProviderError
+from jsctl.model.word import Word
 
 
-class Phase(str, Enum):
+class Phase(Word):
     """jsctl's word for where a job is, the same on every engine (the engine's own word stays beside it).
     A str: it compares equal to its name and prints as it, in text and JSON."""
 
@@ -19,10 +19,6 @@ class Phase(str, Enum):
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
     UNKNOWN = "UNKNOWN"
-
-    __str__ = str.__str__
-    __format__ = str.__format__
-    __hash__ = str.__hash__  # a key of a dict keyed by the plain word finds it
 
 
 PHASES = tuple(p.value for p in Phase)

@@ -68,9 +68,9 @@ def test_killed_worker_resumes_from_checkpoint(quickstart):
     assert resumed and resumed[0]["step"] > 0, [e.get("event") for e in events]
 
 
-def test_preemption_signal_requeues_and_resumes_exactly(quickstart):
-    """SIGUSR1 to the running job (what Slurm's --signal sends): checkpoint, exit 75, requeue, resume;
-    the result equals an uninterrupted run's."""
+def _reference_then_running(quickstart):
+    """An uninterrupted 600-step run `plain` (the reference), then `quickstart` running with at least
+    one checkpoint written: its job id and run directory."""
     text = (quickstart / "quickstart.yaml").read_text()
     (quickstart / "plain.yaml").write_text(text.replace("name: quickstart", "name: plain"))
     assert run_cli("apply", "-f", "plain.yaml", "--auto-approve", "-v", "STEPS=600")[0] == 0
@@ -81,6 +81,13 @@ def test_preemption_signal_requeues_and_resumes_exactly(quickstart):
     deadline = time.time() + 90
     while time.time() < deadline and not list(quickstart.glob(f"out/{job_id}/checkpoints/step-*")):
         time.sleep(0.2)
+    return job_id, run_dir
+
+
+def test_preemption_signal_requeues_and_resumes_exactly(quickstart):
+    """SIGUSR1 to the running job (what Slurm's --signal sends): checkpoint, exit 75, requeue, resume;
+    the result equals an uninterrupted run's."""
+    job_id, run_dir = _reference_then_running(quickstart)
     launcher = json.loads((run_dir / "status.json").read_text())["child_pgid"]
     os.kill(launcher, signal.SIGUSR1)
     row = wait_phase("quickstart", timeout=180)
@@ -145,16 +152,7 @@ def test_tune_switches_a_running_fsdp_job_to_ddp(quickstart):
 def test_pause_checkpoints_frees_the_workers_and_resume_restores(quickstart):
     """`jsctl pause` (issue 16): checkpoint at step k, PAUSED with no worker alive; `jsctl resume`
     restores step k and ends with the loss of an uninterrupted run."""
-    text = (quickstart / "quickstart.yaml").read_text()
-    (quickstart / "plain.yaml").write_text(text.replace("name: quickstart", "name: plain"))
-    assert run_cli("apply", "-f", "plain.yaml", "--auto-approve", "-v", "STEPS=600")[0] == 0
-    assert wait_phase("plain", timeout=180)["phase"] == "SUCCEEDED"
-    assert run_cli("apply", "-f", "quickstart.yaml", "--auto-approve", "-v", "STEPS=600")[0] == 0
-    job_id = json.loads(run_cli("status", "quickstart", "--json")[1])["jobs"][0]["job_id"]
-    run_dir = quickstart / ".jsctl" / "runs" / job_id
-    deadline = time.time() + 90
-    while time.time() < deadline and not list(quickstart.glob(f"out/{job_id}/checkpoints/step-*")):
-        time.sleep(0.2)
+    job_id, run_dir = _reference_then_running(quickstart)
     code, out, err = run_cli("pause", "quickstart", "--timeout", "2m")
     assert code == 0, out + err
     step = int(re.search(r"checkpoint step (\d+)", out).group(1))
