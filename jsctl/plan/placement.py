@@ -314,7 +314,8 @@ def place(spec: JobSpec, offers: Sequence[Offer], prefer: Sequence[str] = (),
     def order(cand: Candidate) -> tuple:
         o = cand.offer
         r = min(rank.get(f"{o.cluster}/{o.pool}", last), rank.get(o.cluster, last))
-        return (r, cand.price_per_hour if cand.price_per_hour is not None else math.inf, cand.nodes,
+        idle_gpus = bool(o.gpus_per_node) and not cand.gpus_per_node  # a CPU job on a GPU node wastes it
+        return (r, cand.price_per_hour if cand.price_per_hour is not None else math.inf, idle_gpus, cand.nodes,
                 o.cluster, o.pool)
 
     feasible = sorted((c for c in candidates if c.feasible), key=order)

@@ -234,11 +234,12 @@ def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInp
     diags.extend(d for d in ds if d.severity == "error")
     if spec is None:
         return None
-    if spec.compute.target and not inp.workspace.cluster(spec.compute.target):
+    target_cluster = (spec.compute.target or "").partition("/")[0]  # `cluster` or `cluster/pool`
+    if target_cluster and not inp.workspace.cluster(target_cluster):
         p = source.doc.where(("compute", "target"))
         names = [c.name for c in inp.workspace.clusters]
         diags.append(error("P001", f"compute.target '{spec.compute.target}' is not a cluster of this workspace"
-                           f"{did_you_mean(spec.compute.target, names)}", source.doc.path, p.line, p.col,
+                           f"{did_you_mean(target_cluster, names)}", source.doc.path, p.line, p.col,
                            hint="clusters: " + ", ".join(names)))
         return None
     shape = memory.model_shape(spec, os.path.dirname(os.path.abspath(spec.file)))

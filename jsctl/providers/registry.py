@@ -11,7 +11,8 @@ from jsctl.providers.base import Provider, ProviderClient
 if TYPE_CHECKING:
     from jsctl.config.workspace import Workspace
 
-BUILTIN = {"local": "jsctl.providers.local:LocalProvider", "slurm": "jsctl.providers.slurm:SlurmProvider"}
+BUILTIN = {"local": "jsctl.providers.local:LocalProvider", "slurm": "jsctl.providers.slurm:SlurmProvider",
+           "kubernetes": "jsctl.providers.kubernetes:KubernetesProvider"}
 
 
 @functools.lru_cache(maxsize=None)

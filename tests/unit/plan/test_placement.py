@@ -376,3 +376,11 @@ def test_candidate_table_survives_rebuilding_the_result(job):
     result = place(job(), [slurm(), slurm(cluster="lab", rate=2.0)], prefer=["lab"])
     rebuilt = placement.PlacementResult(result.placement, result.candidates)
     assert candidates_table(rebuilt) == candidates_table(result)
+
+
+def test_a_cpu_job_prefers_a_pool_without_gpus_at_the_same_price(job):
+    """A CPU-only job on a pool priced per GPU-hour costs nothing either way: it goes to the CPU pool
+    rather than occupy a GPU node (whatever the pools are called)."""
+    cpu_job = with_compute(job(), gpu=None, memory_per_gpu=None, cpu_per_gpu=None, topology=None)
+    gpus, cpus = slurm("a-gpus", interconnect=None), slurm("z-cpus", gpu=None, per_node=0, interconnect=None)
+    assert place(cpu_job, [gpus, cpus]).placement.pool == "z-cpus"

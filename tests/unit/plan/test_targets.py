@@ -6,7 +6,7 @@ import pytest
 
 from jsctl.config import workspace
 from jsctl.config.variables import Variables
-from jsctl.errors import UsageError
+from jsctl.errors import PlanError, UsageError
 from jsctl.model.state import State
 from jsctl.plan.planner import PlanInputs, check_targets, make_plan
 from jsctl.plan.resolve import load_sources
@@ -56,3 +56,16 @@ def test_state_addresses_count():
     with pytest.raises(UsageError) as raised:
         check_targets(["x"], [])
     assert "matches no job" in raised.value.message and "no jobs" in raised.value.hint
+
+
+def test_compute_target_may_name_a_pool(tmp_path):
+    """`compute.target: cluster/pool` is a cluster of the workspace (its pool is placement's business)."""
+    (tmp_path / "jsctl.yaml").write_text("version: jetstream.v1\nclusters:\n  - {name: here, provider: local}\n")
+    (tmp_path / "j.yaml").write_text("version: jetstream.v1\njob: {name: j}\ncompute: {target: here/nowhere}\n"
+                                     "lifecycle: {command: [\"true\"]}\n")
+    sources, _ = load_sources([str(tmp_path / "j.yaml")], Variables({}))
+    with pytest.raises(PlanError) as caught:  # placement, not the P001 check, decides: no such pool
+        make_plan(PlanInputs(sources, State(), workspace.load(str(tmp_path / "jsctl.yaml")),
+                             files=(str(tmp_path / "j.yaml"),)))
+    assert "is not a cluster of this workspace" not in str(caught.value)
+    assert "cannot be placed" in str(caught.value), caught.value
