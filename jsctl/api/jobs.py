@@ -234,21 +234,136 @@ def resume(ws: Workspace, job: str, lock_timeout_s: float = 0.0, on_lock_wait: O
     return _control("resume", "resume", {"phase": "RUNNING"}, ws, job, lock_timeout_s, on_lock_wait)
 
 
+@dataclass(frozen=True)
+class ScalePlan:
+    """What `scale` would do, planned before it acts: the job's shape now and the new one on the same
+    cluster and pool (placement rules, GPU memory fit), and what the change costs per hour."""
+
+    address: str
+    handle: JobHandle
+    gpus: int
+    old: Mapping[str, Any]  # the recorded placement
+    new: Mapping[str, Any] | None  # the planned placement (None: it cannot run so)
+    reasons: tuple[str, ...] = ()  # why it cannot (new is None)
+    notes: tuple[str, ...] = ()  # how it would run (packing), memory per GPU
+
+    @property
+    def feasible(self) -> bool:
+        return self.new is not None
+
+    @property
+    def delta_per_hour(self) -> float | None:
+        old, new = (self.old or {}).get("price_per_hour"), (self.new or {}).get("price_per_hour")
+        return None if old is None or new is None else float(new) - float(old)
+
+    def describe(self) -> str:
+        from jsctl.plan.cost import money, signed
+
+        def shape(p: Mapping[str, Any]) -> str:
+            nodes, per = int(p.get("nodes") or 1), int(p.get("gpus_per_node") or 0)
+            return f"{nodes} node{'s' if nodes != 1 else ''} × {per} GPU{'s' if per != 1 else ''}"
+
+        lines = [f"{self.address} ({self.handle}): {shape(self.old)} → "
+                 + (shape(self.new) if self.new else f"{self.gpus} GPUs")
+                 + f" on {self.old.get('cluster')}/{self.old.get('pool')}"]
+        if self.new is None:
+            lines += [f"  cannot: {r}" for r in self.reasons]
+            return "\n".join(lines)
+        lines += [f"  note: {n}" for n in self.notes]
+        old, new = self.old.get("price_per_hour"), self.new.get("price_per_hour")
+        if old is not None and new is not None:
+            lines.append(f"  cost: {money(float(old))}/h → {money(float(new))}/h ({signed(float(new) - float(old))}/h)")
+        else:
+            lines.append("  cost: not priced (the cluster has no rate)")
+        return "\n".join(lines)
+
+
+def plan_scale(ws: Workspace, job: str, gpus: int) -> ScalePlan:
+    """Plan a job's new GPU count on its cluster and pool: the placement rules (GPUs per node, nodes,
+    cpu/memory per GPU), the model's GPU memory fit where the job describes its model, and the price."""
+    import os
+
+    from jsctl.config.spec import build
+    from jsctl.errors import JsctlError
+    from jsctl.plan import catalog, memory
+    from jsctl.plan.placement import place
+    from jsctl.providers import registry
+
+    address, record, client, handle = _target(ws, job)
+    old = dict(record.placement or {})
+    doc = copy.deepcopy(dict(record.spec or {}))
+    resources = doc.setdefault("compute", {}).setdefault("resources", {})
+    gpu = resources.setdefault("gpu", {})  # a job without GPUs: its provider says whether it can take some
+    gpu["count"] = gpus
+    per_node = gpu.get("per_node")
+    if per_node and gpus % int(per_node):
+        gpu.pop("per_node")  # the file's per_node cannot hold the new count: let placement choose
+    spec = build(doc, os.path.join(ws.dir, f"{record.name}.yaml"))
+    cluster = ws.cluster(record.cluster or "")
+    if cluster is None:
+        return ScalePlan(address, handle, gpus, old, None, (f"cluster {record.cluster} is not in the workspace",))
+    try:
+        facts = client.probe()
+    except (JsctlError, OSError):
+        facts = None
+    offers = [o for o in registry.get(cluster.provider).offers(cluster, facts, catalog.load(ws.catalog))
+              if o.pool == old.get("pool")]
+    shape = memory.model_shape(spec, ws.dir)
+    result = place(spec, offers, (), shape)
+    if result.placement is None:
+        reasons = tuple(r for c in result.candidates[:1] for r in c.reasons) or ((result.why or "no placement"),)
+        return ScalePlan(address, handle, gpus, old, None, reasons)
+    chosen = result.chosen
+    notes = list(chosen.notes if chosen else ())
+    new = result.placement.to_dict()
+    from jsctl.plan.advisor import gpu_memory_bytes
+
+    if shape is None:
+        notes.append("GPU memory: the job does not describe its model, so the fit per GPU is not estimated")
+    elif gpu_memory_bytes(new.get("gpu_type")) is None:
+        notes.append("GPU memory: the pool names no GPU model, so the fit per GPU is not checked")
+    else:
+        notes.append(f"GPU memory: the model fits {new.get('gpu_type')} on {new.get('nodes')} × "
+                     f"{new.get('gpus_per_node')} (the placement's memory rule)")
+    return ScalePlan(address, handle, gpus, old, new, (), tuple(notes))
+
+
 def scale(ws: Workspace, job: str, gpus: int, lock_timeout_s: float = 0.0,
-          on_lock_wait: OnLockWait | None = None) -> Controlled:
-    """Change a running job's GPU count where its provider can. State records the new shape, so the
-    next plan shows the job file's difference until gpu.count is changed there too."""
+          on_lock_wait: OnLockWait | None = None, planned: ScalePlan | None = None) -> Controlled:
+    """Change a running (or paused) job's GPU count where its provider can: checkpoint, the new shape,
+    restore resharded. `planned`: what plan_scale showed (planned here when None; refused when it cannot
+    run so). State records the new shape, so the next plan shows the job file's difference until
+    gpu.count is changed there too."""
+    import inspect
+
+    from jsctl.errors import UsageError
+
     address, _, client, handle = _target(ws, job)
-    client.scale(handle, gpus)
+    plan = planned or plan_scale(ws, job, gpus)
+    if not plan.feasible:
+        raise UsageError(f"{address} cannot run on {gpus} GPUs: " + "; ".join(plan.reasons))
+    new = dict(plan.new or {})
+    if "shape" in inspect.signature(client.scale).parameters:
+        client.scale(handle, gpus, shape=new)
+    else:
+        client.scale(handle, gpus)
 
     def scaled(r: StateRecord) -> StateRecord:
         spec = copy.deepcopy(dict(r.spec or {}))
-        spec.setdefault("compute", {}).setdefault("resources", {}).setdefault("gpu", {})["count"] = gpus
-        return replace(r, spec=spec, placement=dict(r.placement or {}, gpus_per_node=gpus))
+        gpu = spec.setdefault("compute", {}).setdefault("resources", {}).setdefault("gpu", {})
+        gpu["count"] = gpus
+        if gpu.get("per_node") and new.get("gpus_per_node") and gpu["per_node"] != new["gpus_per_node"]:
+            gpu.pop("per_node")
+        if not new:
+            return replace(r, spec=spec, placement=dict(r.placement or {}, gpus_per_node=gpus))
+        placement = dict(r.placement or {}, **{k: new[k] for k in ("nodes", "gpus_per_node", "cpus_per_task",
+                                                                   "memory_per_node", "price_per_hour") if k in new})
+        cost = replace(r.cost_basis, price_per_hour=new.get("price_per_hour", r.cost_basis.price_per_hour))
+        return replace(r, spec=spec, placement=placement, cost_basis=cost,
+                       status=replace(r.status, phase="RUNNING"))
 
     _record(ws, address, "scale", f"scaled to {gpus} GPUs", lock_timeout_s, on_lock_wait, scaled)
     return Controlled("scale", address, handle, gpus)
-
 
 
 # ---- tuning from what the job measures (docs/tuning.md) ---------------------------------------

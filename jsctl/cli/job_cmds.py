@@ -8,7 +8,7 @@ import time
 import click
 
 from jsctl import JSON_FORMAT_VERSION
-from jsctl.cli.common import echo_err, lock_seconds, lock_timeout_option, on_lock_wait, workspace_option
+from jsctl.cli.common import confirm, echo_err, lock_seconds, lock_timeout_option, on_lock_wait, workspace_option
 from jsctl.errors import UsageError
 
 
@@ -173,13 +173,14 @@ stop = _control_command("stop", "Cancel a job (idempotent); it stays in state as
 @click.option("--timeout", "timeout", default="5m", show_default=True, metavar="DURATION",
               help="How long to wait for the checkpoint; when it does not complete, the job keeps running.")
 @click.option("--force", is_flag=True, help="Pause a job without checkpoints anyway (local: stopped in place "
-                                            "with SIGSTOP, holding its workers).")
+                                            "with SIGSTOP, holding its workers; Slurm: requeued and held, its "
+                                            "progress lost).")
 @lock_timeout_option
 @workspace_option
 def pause(job, timeout, force, lock_timeout, workspace_file) -> None:
-    """Checkpoint a running job, then stop its workers and free its GPUs until jsctl resume (local).
-    Slurm, for now: scontrol suspend (the GPUs stay allocated). A job without checkpoints is refused
-    unless --force.
+    """Checkpoint a running job, then stop its workers and free its GPUs until jsctl resume (local: the
+    workers stop; Slurm: the job is requeued and held, `scontrol requeuehold`). A job without checkpoints
+    is refused unless --force; a checkpoint that does not complete within --timeout leaves it running.
 
     Example: jsctl pause quickstart --timeout 5m
     """
@@ -195,13 +196,16 @@ def pause(job, timeout, force, lock_timeout, workspace_file) -> None:
     if done.step is not None:
         click.echo(f"Paused {done.address} ({done.handle}) at checkpoint step {done.step}; its workers are "
                    f"stopped (GPUs held: none). jsctl resume {job} continues from step {done.step}.")
-    elif done.handle.provider == "slurm":
-        click.echo(f"Paused {done.address} ({done.handle}): on Slurm, pause suspends the job (scontrol suspend) "
-                   "without a checkpoint and its GPUs stay allocated, until Slurm's checkpoint-and-free pause lands.")
+    elif done.forced and done.handle.provider == "slurm":
+        click.echo(f"Paused {done.address} ({done.handle}) without a checkpoint (--force): it was requeued and held "
+                   "(GPUs held: none) and its progress is lost: jsctl resume starts it over from the beginning.")
     elif done.forced:
         click.echo(f"Paused {done.address} ({done.handle}) without a checkpoint (--force): its processes are "
                    "stopped in place (SIGSTOP) and keep their memory and GPUs; nothing is lost unless it is "
                    "stopped before jsctl resume.")
+    elif done.handle.provider == "slurm":
+        click.echo(f"Paused {done.address} ({done.handle}): it had not started, so it is held in the queue "
+                   "(GPUs held: none) until jsctl resume.")
     else:
         click.echo(f"Paused {done.address} ({done.handle}); the job reported no checkpoint step.")
 
@@ -212,16 +216,28 @@ resume = _control_command("resume", "Resume a paused job.\n\nExample: jsctl resu
 @click.command()
 @click.argument("job")
 @click.option("--gpu-count", type=click.IntRange(min=1), required=True, help="GPUs for the job from now on.")
+@click.option("--auto-approve", is_flag=True, help="Do not ask for approval of the planned shape.")
 @lock_timeout_option
 @workspace_option
-def scale(job, gpu_count, lock_timeout, workspace_file) -> None:
+def scale(job, gpu_count, auto_approve, lock_timeout, workspace_file) -> None:
     """Change a running job's GPU count, where its provider can (else: edit gpu.count and apply).
+    The new shape is planned first (placement, GPU memory fit, cost per hour) and asked for unless
+    --auto-approve; the job checkpoints, takes the new shape and restores resharded.
 
     Example: jsctl scale quickstart --gpu-count 4
     """
     from jsctl import api
+    from jsctl.api.jobs import plan_scale
 
-    done = api.scale(api.open_workspace(workspace_file), job, gpu_count, lock_seconds(lock_timeout), on_lock_wait)
+    ws = api.open_workspace(workspace_file)
+    planned = plan_scale(ws, job, gpu_count)
+    click.echo(planned.describe())
+    if not planned.feasible:
+        raise UsageError(f"{planned.address} cannot run on {gpu_count} GPUs", hint="; ".join(planned.reasons))
+    if not confirm(f"Scale {planned.address} to {gpu_count} GPUs?", auto_approve):
+        click.echo("Scale cancelled.")
+        return
+    done = api.scale(ws, job, gpu_count, lock_seconds(lock_timeout), on_lock_wait, planned=planned)
     click.echo(f"Scaling {done.address} ({done.handle}) to {done.gpus} GPUs: it checkpoints and resumes on the new "
                f"shape.\nThe job file still says otherwise: the next plan shows the difference until you change "
                f"gpu.count.")

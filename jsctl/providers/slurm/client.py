@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import os
@@ -27,6 +28,8 @@ from jsctl.render import launch
 # content hash that exists is complete, because it appears by rename.
 STAGE_RUNTIME = ('d=$1; [ -d "$d" ] && exit 0; t="$d.tmp.$$"; mkdir -p "$t" && base64 -d | tar -xzf - -C "$t" '
                  '&& { mv -T "$t" "$d" 2>/dev/null || { rm -rf "$t"; [ -d "$d" ]; }; }')
+# In a script that follows its allocation's shape (script.py): what `scale` changes while the job is held.
+SHAPE_FROM_ALLOCATION = 'export SLURM_GPUS_PER_NODE="${SLURM_GPUS_ON_NODE:-'
 GONE_CANCEL = ("already completing or completed", "Invalid job id specified", "Job has already finished")
 
 
@@ -154,7 +157,7 @@ class SlurmClient(ProviderClient):
         for h in handles:
             job = jobs.get(h.id)
             if job is not None:
-                out[h] = parse.live_from_squeue(job)
+                out[h] = self._with_pause_detail(h, job, parse.live_from_squeue(job))
             else:
                 missing.append(h)
         if missing:
@@ -164,6 +167,20 @@ class SlurmClient(ProviderClient):
                     "UNKNOWN", "gone", reason=f"Slurm no longer knows job {h.id} (it left the queue and the "
                     "cluster keeps no accounting)")
         return out
+
+    def _with_pause_detail(self, handle: JobHandle, job: Mapping, live: LiveStatus) -> LiveStatus:
+        """A paused job's reason says what it holds: a held job (in the queue) none of its GPUs, with the
+        checkpoint step it restores from; a suspended one all of them."""
+        if live.phase != "PAUSED":
+            return live
+        if live.engine_state == "PENDING":
+            step = self._paused_step(handle, job) if live.restarts else None
+            what = (f"PAUSED at checkpoint step {step}, held in the queue" if step is not None else
+                    "held in the queue")
+            return dataclasses.replace(live, reason=f"{what} (jsctl resume releases it); GPUs held: none",
+                                       step=step, started_at=None, nodes=())  # Slurm's start_time: the next run's
+        return dataclasses.replace(live, reason=(live.reason + "; " if live.reason else "")
+                                   + "suspended in place; GPUs held: all of its allocation")
 
     def _sacct(self, ids: list[str]) -> dict[str, LiveStatus]:
         fields = ",".join(parse.SACCT_FIELDS)
@@ -270,23 +287,119 @@ class SlurmClient(ProviderClient):
         return job, parse.live_from_squeue(job)
 
     def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> int | None:
-        """Running: `scontrol suspend` (operators and root only); pending: `scontrol hold`. No checkpoint
-        yet (the GPUs stay allocated while suspended): `timeout_s` and `force` do not apply; returns None."""
+        """Running with checkpoints: SIGUSR1 to the batch script (the preemption path: it forwards the signal,
+        jsruntime saves and exits 75), wait up to `timeout_s` for the checkpoint, then `scontrol requeuehold`:
+        the job leaves its nodes and waits, held, in the queue. Returns the checkpoint step. Without
+        checkpoints: refused, unless `force` (requeued and held all the same: it starts over on resume).
+        Pending: `scontrol uhold` (nothing to checkpoint, nothing allocated); returns None."""
         job, live = self._live_job(handle)
-        if live.phase == "RUNNING":
-            self._scontrol(["suspend", handle.id], "suspending a running job needs Slurm operator rights; "
-                           "a pending job can be held")
-        elif live.phase == "PENDING":
-            self._scontrol(["hold", handle.id])
-        elif live.phase != "PAUSED":
+        if live.phase == "PAUSED":
+            return self._paused_step(handle, job) if live.engine_state == "PENDING" else None
+        if live.phase == "PENDING":
+            self._scontrol(["uhold", handle.id])
+            return None
+        if live.phase != "RUNNING" or live.engine_state != "RUNNING":
             raise ProviderError(f"{handle} is {live.phase} ({live.engine_state}): only pending or running jobs pause")
-        return None
+        if not self._checkpoints(handle):
+            if not force:
+                raise ProviderError(
+                    f"{handle} writes no checkpoints (no checkpoint output in its spec), so pausing it would lose "
+                    "its progress", hint="declare a checkpoint output, or pass --force to requeue and hold it anyway "
+                    "(it frees its GPUs and starts over from the beginning on jsctl resume)")
+            self._hold_requeued(handle, 30.0)
+            return None
+        seen = len(self._preempt_exits(handle, job))
+        res = self.runner.run(["scancel", "--batch", "--signal=USR1", handle.id])
+        if not res.ok:
+            raise ProviderError(f"could not signal {handle} to checkpoint: {res.error()}")
+        deadline = time.monotonic() + timeout_s
+        step = None
+        while step is None:
+            exits = self._preempt_exits(handle, job)
+            if len(exits) > seen:
+                step = exits[-1]
+                break
+            now = self.refresh([handle])[handle]
+            if now.terminal:
+                raise ProviderError(f"{handle} ended ({now.phase}) before it paused")
+            if time.monotonic() > deadline:
+                raise ProviderError(
+                    f"{handle} did not complete a checkpoint within {timeout_s:g}s: not paused, it keeps running",
+                    hint="give it longer with --timeout (a checkpoint that completes later requeues the job, which "
+                         "then continues from it, as after a preemption)")
+            time.sleep(0.5)
+        self._hold_requeued(handle, 60.0)
+        return step
+
+    def _hold_requeued(self, handle: JobHandle, timeout_s: float) -> None:
+        """Requeue the job held (`scontrol requeuehold`): it leaves its nodes and waits in the queue. After a
+        checkpoint, the batch script may have requeued itself first (its preemption path, once the step
+        exited): then that requeued job is held (`scontrol uhold`). Not waiting for the step to exit is
+        deliberate: the checkpoint is published, and a requeue that kills the job's processes frees the
+        nodes sooner than torchrun's own shutdown does."""
+        deadline = time.monotonic() + timeout_s
+        error = ""
+        while time.monotonic() < deadline:
+            job, live = self._live_job(handle)
+            reason = job.get("state_reason")
+            if live.phase == "PAUSED" and live.engine_state == "PENDING":
+                return
+            if live.engine_state == "RUNNING":
+                res = self.runner.run(["scontrol", "requeuehold", handle.id])
+            elif live.engine_state == "PENDING" and reason not in ("JobHeldUser", "JobHeldAdmin"):
+                res = self.runner.run(["scontrol", "uhold", handle.id])  # the owner may release it
+            elif live.terminal:
+                raise ProviderError(f"{handle} ended ({live.phase}) before it was held")
+            else:  # COMPLETING, REQUEUED, ...: the requeue is still stopping the run
+                time.sleep(0.5)
+                continue
+            error = "" if res.ok else res.error()
+            time.sleep(0.3)
+        raise ProviderError(f"{handle} checkpointed but could not be held in the queue within {timeout_s:g}s"
+                            + (f": {error}" if error else ""),
+                            hint="it requeues and continues from its checkpoint; run jsctl pause again to hold it")
+
+    def _batch_script(self, handle: JobHandle) -> str:
+        res = self.runner.run(["scontrol", "write", "batch_script", handle.id, "-"])
+        if not res.ok:
+            raise ProviderError(f"could not read {handle}'s batch script: {res.error()}")
+        return res.stdout
+
+    def _checkpoints(self, handle: JobHandle) -> bool:
+        """Whether the job's batch script gives it a checkpoint directory (JETSTREAM_CHECKPOINT_DIR)."""
+        return any(line.startswith("export JETSTREAM_CHECKPOINT_DIR=") for line in
+                   self._batch_script(handle).splitlines())
+
+    def _preempt_exits(self, handle: JobHandle, job: Mapping | None) -> list[int]:
+        """The steps at which the job's runtime checkpointed and stopped after a preemption signal, in log
+        order (jsruntime's `exit` event with reason preempted: the checkpoint is published by then)."""
+        path = self._log_path(handle, job)
+        if path is None:
+            return []
+        res = self.runner.run(["grep", "-F", '"reason": "preempted"', "--", path])
+        steps = []
+        for line in res.stdout.splitlines():
+            start = line.find('{"jetstream"')
+            try:
+                rec = json.loads(line[start:]) if start >= 0 else {}
+            except ValueError:
+                continue
+            if rec.get("event") == "exit" and rec.get("reason") == "preempted" and isinstance(rec.get("step"), int):
+                steps.append(rec["step"])
+        return steps
+
+    def _paused_step(self, handle: JobHandle, job: Mapping | None) -> int | None:
+        """The checkpoint step a held, requeued job restores from (None: it was held before it ran)."""
+        if not parse.number(job.get("restart_cnt") if job else None):
+            return None
+        steps = self._preempt_exits(handle, job)
+        return steps[-1] if steps else None
 
     def resume(self, handle: JobHandle) -> None:
-        """Suspended: `scontrol resume`; held: `scontrol release`; requeued (preempted) and waiting for its
-        begin time (Slurm holds a requeued job back for AuthInfo cred_expire, 120 s by default): start it
-        in 2 s. Not sooner: a launch in the same second as the requeue's kill finds the job's credential
-        revoked, and the job fails."""
+        """Suspended: `scontrol resume`; held: `scontrol release`; requeued (preempted or paused) and waiting
+        for its begin time (Slurm holds a requeued job back for AuthInfo cred_expire, 120 s by default):
+        start it in 2 s. Not sooner: a launch in the same second as the requeue's kill finds the job's
+        credential revoked, and the job fails."""
         job, live = self._live_job(handle)
         deadline = time.monotonic() + 30
         while live.engine_state == "COMPLETING" and live.restarts and time.monotonic() < deadline:
@@ -296,14 +409,49 @@ class SlurmClient(ProviderClient):
         reason = job.get("state_reason")
         if word in ("SUSPENDED", "STOPPED"):
             self._scontrol(["resume", handle.id])
-        elif live.phase == "PAUSED" or reason in ("JobHeldUser", "JobHeldAdmin"):
+            return
+        if live.phase == "PAUSED" or reason in ("JobHeldUser", "JobHeldAdmin"):
             self._scontrol(["release", handle.id])
-        elif live.phase == "PENDING" and reason == "BeginTime":
+            job, live = self._live_job(handle)
+            if live.phase == "PENDING" and live.restarts:  # requeued (paused): its begin time may lie ahead
+                self.runner.run(["scontrol", "update", f"JobId={handle.id}", "StartTime=now+2"])
+            return
+        if live.phase == "PENDING" and reason == "BeginTime" and live.restarts:
             self._scontrol(["update", f"JobId={handle.id}", "StartTime=now+2"])
         elif live.phase in ("RUNNING", "PENDING", "PREEMPTED"):
             return
         else:
             raise ProviderError(f"{handle} is {live.phase} ({word}): nothing to resume")
+
+    def scale(self, handle: JobHandle, gpus: int, shape: Mapping | None = None) -> None:
+        """Pause (checkpoint, requeue held), change the held job's shape (`scontrol update`: nodes, GPUs per
+        node, CPUs and memory per node), release it: the script reads the new shape from the allocation
+        and jsruntime reshards the checkpoint on the new world size. `shape` is the planned placement
+        (nodes, gpus_per_node, cpus_per_task, memory_per_node); without it, the GPUs on the job's nodes."""
+        job, live = self._live_job(handle)
+        shape = dict(shape or {})
+        nodes = int(shape.get("nodes") or parse.number(job.get("node_count")) or 1)
+        per_node = int(shape.get("gpus_per_node") or 0) or gpus // nodes
+        if per_node < 1 or nodes * per_node != gpus:
+            raise ProviderError(f"{gpus} GPUs do not spread evenly over {nodes} node{'s' if nodes != 1 else ''}",
+                                hint="plan the new shape first (jsctl scale plans it from the job's spec)")
+        script = self._batch_script(handle)
+        if SHAPE_FROM_ALLOCATION not in script:
+            raise ProviderError(f"{handle}'s batch script does not read its shape from the allocation (a job without "
+                                "GPUs, or one submitted by an older jsctl), so it cannot run on another shape",
+                                hint="change gpu.count in the job file and run jsctl apply")
+        if not any(line.startswith("export JETSTREAM_CHECKPOINT_DIR=") for line in script.splitlines()):
+            raise ProviderError(f"{handle} writes no checkpoints, so it cannot continue on another shape",
+                                hint="change gpu.count in the job file and run jsctl apply (it starts over)")
+        if not (live.phase == "PAUSED" and live.engine_state == "PENDING"):
+            self.pause(handle, timeout_s=float(shape.get("timeout_s") or 300.0))
+        cpus = nodes * int(shape.get("cpus_per_task") or 1)
+        update = ["update", f"JobId={handle.id}", f"NumNodes={nodes}-{nodes}", f"NumTasks={nodes}",
+                  f"NumCPUs={cpus}", f"TresPerNode=gres:gpu:{per_node}"]
+        if shape.get("memory_per_node"):
+            update.append(f"MinMemoryNode={-(-int(shape['memory_per_node']) // 2**20)}")
+        self._scontrol(update, hint="the job stays held at its checkpoint; jsctl resume continues on the old shape")
+        self.resume(handle)
 
     def _scontrol(self, args: list[str], hint: str | None = None) -> None:
         res = self.runner.run(["scontrol", *args])

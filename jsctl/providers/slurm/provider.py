@@ -20,7 +20,7 @@ class SlurmProvider(Provider):
     name = "slurm"
 
     def capabilities(self) -> Capabilities:
-        return Capabilities(pause=True, resume=True, scale=False, node_logs=True, check_remote=True,
+        return Capabilities(pause=True, resume=True, scale=True, node_logs=True, check_remote=True,
                             dependencies=True)
 
     def offers(self, cluster: Cluster, facts: Facts | None, catalog: Catalog) -> list[Offer]:

@@ -215,7 +215,9 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         workdir = ctx.workdir if ctx.workdir not in ("", ".") else None
     log_file = f"{slurm_path(log_root)}/{ctx.job_id}-%j.log"
     in_container = ['"${jsctl_container[@]}"'] if c.runtime != "none" else []
-    step = ["srun", f"--nodes={p.nodes}", f"--ntasks={p.nodes}", "--ntasks-per-node=1"]
+    # the allocation's node count at run time: `jsctl scale` may change it while the job is held
+    nodes = f'"${{SLURM_JOB_NUM_NODES:-{p.nodes}}}"'
+    step = ["srun", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1"]
     if p.cpus_per_task:
         step.append(f"--cpus-per-task={p.cpus_per_task}")  # 22.05: steps do not inherit it from sbatch
     step.append("--kill-on-bad-exit=1")
@@ -228,6 +230,8 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         return [" ".join(hook_run + [launch.shell_command(h, ctx)]) for h in items]
 
     exports = [(name, launch.shell_word(value, ctx)) for name, value in env.items()]
+    if p.gpus_per_node:
+        exports = [(name, _run_time_shape(name, value, p.nodes, p.gpus_per_node, env)) for name, value in exports]
     user_env = dict(spec.environment.env_vars)
     restart_codes = " ".join(str(x) for x in spec.recovery.restart_on_exit_codes)
     return {
@@ -243,6 +247,7 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         "post_failure": hooks(spec.lifecycle.post_failure),
         "step": " ".join(step),
         "checkpoints": checkpoints,
+        "gpus_per_node": p.gpus_per_node,
         "requeue_exit_code": REQUEUE_EXIT_CODE,
         "max_restarts": spec.recovery.max_restarts,
         "restart_codes": restart_codes,
@@ -254,3 +259,15 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
         "log_file": log_file,
         "workdir": workdir,
     }
+
+
+def _run_time_shape(name: str, word: str, nodes: int, gpus_per_node: int, env: dict[str, str]) -> str:
+    """The shape variables, read from the allocation when the job starts (unless the job's env_vars set
+    them): `jsctl scale` changes a held job's nodes and GPUs per node, and the script must follow."""
+    shape = {"JETSTREAM_NNODES": (str(nodes), f'"${{SLURM_JOB_NUM_NODES:-{nodes}}}"'),
+             "JETSTREAM_GPUS_PER_NODE": (str(gpus_per_node), f'"${{SLURM_GPUS_ON_NODE:-{gpus_per_node}}}"'),
+             "JETSTREAM_WORLD_SIZE": (str(nodes * gpus_per_node),
+                                      '"$((JETSTREAM_NNODES * JETSTREAM_GPUS_PER_NODE))"')}
+    if name in shape and env.get(name) == shape[name][0]:
+        return shape[name][1]
+    return word

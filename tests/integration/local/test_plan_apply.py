@@ -185,7 +185,7 @@ def test_pause_resume(ws):
 def test_scale_needs_the_launcher(ws):
     (ws / "a.yaml").write_text(job_yaml("sc", ["sleep", "5"]))
     assert run_cli("apply", "-f", "a.yaml", "--auto-approve")[0] == 0
-    code, _, err = run_cli("scale", "sc", "--gpu-count", "2")
+    code, _, err = run_cli("scale", "sc", "--gpu-count", "2", "--auto-approve")
     assert code == 1 and "not launched by torchrun" in err and "Traceback" not in err
     run_cli("stop", "sc")
 

@@ -105,7 +105,7 @@ def test_scale_checkpoints_and_resumes_on_the_new_shape(quickstart):
     deadline = time.time() + 90
     while time.time() < deadline and not list(quickstart.glob(f"out/{job_id}/checkpoints/step-*")):
         time.sleep(0.2)
-    code, out, err = run_cli("scale", "quickstart", "--gpu-count", "1")
+    code, out, err = run_cli("scale", "quickstart", "--gpu-count", "1", "--auto-approve")
     assert code == 0, err
     row = wait_phase("quickstart", timeout=240)
     log = run_cli("logs", "quickstart", "--metrics")[1]

@@ -83,11 +83,14 @@ def test_submit_adopt_refresh_logs_pause_resume_cancel(ws, client, submitted):
     live = wait_phase(client, handle, ("RUNNING",))
     assert live.nodes and live.started_at
     wait_for(lambda: "sleeper started\n" in list(client.logs(handle)), 30, what="the first log line")
-    client.pause(handle)
+    with pytest.raises(ProviderError, match="writes no checkpoints"):  # it would lose its progress
+        client.pause(handle)
+    assert client.pause(handle, force=True) is None  # requeued and held: no GPUs, starts over on resume
     paused = client.refresh([handle])[handle]
-    assert (paused.phase, paused.engine_state) == ("PAUSED", "SUSPENDED")
-    client.resume(handle)
-    assert client.refresh([handle])[handle].phase == "RUNNING"
+    assert (paused.phase, paused.engine_state, paused.restarts) == ("PAUSED", "PENDING", 1)
+    assert "GPUs held: none" in paused.reason and not paused.nodes
+    client.resume(handle)  # released: it runs again once Slurm schedules it
+    assert client.refresh([handle])[handle].phase in ("PENDING", "RUNNING")
     client.cancel(handle)
     gone = wait_phase(client, handle, ("CANCELLED",))
     assert gone.engine_state == "CANCELLED"

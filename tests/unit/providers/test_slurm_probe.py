@@ -136,8 +136,7 @@ def test_cancel_is_idempotent():
 
 
 @pytest.mark.parametrize("state, reason, restarts, verb, expect", [
-    ("RUNNING", "None", 0, "pause", ("suspend", "1")),
-    ("PENDING", "Resources", 0, "pause", ("hold", "1")),
+    ("PENDING", "Resources", 0, "pause", ("uhold", "1")),
     ("SUSPENDED", "None", 0, "resume", ("resume", "1")),
     ("PENDING", "JobHeldUser", 0, "resume", ("release", "1")),
     ("PENDING", "BeginTime", 1, "resume", ("update", "JobId=1", "StartTime=now+2")),
@@ -145,7 +144,73 @@ def test_cancel_is_idempotent():
 def test_pause_resume_routes(state, reason, restarts, verb, expect):
     c = client({("squeue",): squeue(job(1, state, state_reason=reason, restart_cnt=restarts))})
     getattr(c, verb)(JobHandle("slurm", "ci", "1"))
-    assert c.runner.calls[-1][0] == ("scontrol", *expect)
+    assert [call[0] for call in c.runner.calls if call[0][0] == "scontrol"][0] == ("scontrol", *expect)
+
+
+CKPT_SCRIPT = "#!/bin/bash\nexport JETSTREAM_CHECKPOINT_DIR=/ck\nsrun ...\n"
+
+
+def exit_line(step):
+    return ('0: {"jetstream": "event", "event": "exit", "step": %d, "exit_code": 75, "reason": "preempted"}' % step)
+
+
+def running(script=CKPT_SCRIPT, checkpoints_on_signal=True):
+    """A running job whose runtime (when `checkpoints_on_signal`) logs its preemption exit on SIGUSR1, and
+    that Slurm requeues held on `scontrol requeuehold`."""
+    live = {"job": job(1, "RUNNING", standard_output="/logs/a-1.log"), "log": [exit_line(5)]}
+
+    def signal(argv):
+        if checkpoints_on_signal:
+            live["log"].append(exit_line(42))
+        return (0, "", "")
+
+    def requeuehold(argv):
+        live["job"] = job(1, "PENDING", state_reason="JobHeldUser", restart_cnt=1, nodes="",
+                          standard_output="/logs/a-1.log")
+        return (0, "", "")
+
+    return client({("squeue",): lambda argv: squeue(live["job"]), ("scontrol", "write"): (0, script, ""),
+                   ("scancel", "--batch"): signal, ("scontrol", "requeuehold"): requeuehold,
+                   ("grep",): lambda argv: (0, "\n".join(live["log"]) + "\n", "")})
+
+
+def test_pause_checkpoints_then_requeues_the_job_held():
+    c = running()
+    h = JobHandle("slurm", "ci", "1")
+    assert c.pause(h, timeout_s=5) == 42  # the new preemption exit, not the earlier one
+    argvs = [call[0] for call in c.runner.calls]
+    assert ("scancel", "--batch", "--signal=USR1", "1") in argvs and ("scontrol", "requeuehold", "1") in argvs
+    live = c.refresh([h])[h]
+    assert (live.phase, live.step, live.started_at, live.nodes) == ("PAUSED", 42, None, ())
+    assert "PAUSED at checkpoint step 42" in live.reason and "GPUs held: none" in live.reason
+    assert c.pause(h) == 42  # already paused
+
+
+def test_pause_refuses_a_job_without_checkpoints_and_keeps_one_that_does_not_checkpoint_in_time():
+    c = running(script="#!/bin/bash\nsleep 100\n")
+    with pytest.raises(ProviderError, match="writes no checkpoints") as exc:
+        c.pause(JobHandle("slurm", "ci", "1"))
+    assert "--force" in exc.value.hint and not any(call[0][0] == "scancel" for call in c.runner.calls)
+    c = running(checkpoints_on_signal=False)
+    with pytest.raises(ProviderError, match="did not complete a checkpoint within 0.2s: not paused, it keeps running"):
+        c.pause(JobHandle("slurm", "ci", "1"), timeout_s=0.2)
+    assert not any(call[0][:2] == ("scontrol", "requeuehold") for call in c.runner.calls)
+
+
+def test_scale_updates_the_held_job_then_releases_it():
+    held = job(1, "PENDING", state_reason="JobHeldUser", restart_cnt=1, node_count=2)
+    script = CKPT_SCRIPT + 'export SLURM_GPUS_PER_NODE="${SLURM_GPUS_ON_NODE:-2}"\n'
+    c = client({("squeue",): squeue(held), ("scontrol", "write"): (0, "#!/bin/bash\n", "")})
+    with pytest.raises(ProviderError, match="does not read its shape from the allocation"):
+        c.scale(JobHandle("slurm", "ci", "1"), 2, shape={"nodes": 1, "gpus_per_node": 2})
+    c = client({("squeue",): squeue(held), ("scontrol", "write"): (0, script, "")})
+    c.scale(JobHandle("slurm", "ci", "1"), 2, shape={"nodes": 1, "gpus_per_node": 2, "memory_per_node": 2 * 2**30})
+    scontrol = [call[0] for call in c.runner.calls if call[0][:2] in (("scontrol", "update"), ("scontrol", "release"))]
+    assert scontrol[0] == ("scontrol", "update", "JobId=1", "NumNodes=1-1", "NumTasks=1", "NumCPUs=1",
+                           "TresPerNode=gres:gpu:2", "MinMemoryNode=2048")
+    assert scontrol[1] == ("scontrol", "release", "1")
+    with pytest.raises(ProviderError, match="do not spread evenly"):
+        c.scale(JobHandle("slurm", "ci", "1"), 3, shape={"nodes": 2})
 
 
 def test_resume_of_a_finished_job():

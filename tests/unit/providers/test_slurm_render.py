@@ -109,9 +109,9 @@ def test_srun_launches_the_launcher_on_every_node(tmp_path):
 
     c = gpu_change(tmp_path)
     text = script_of(c)
-    step = next(line.strip() for line in text.splitlines() if line.strip().startswith("srun --nodes=2"))
+    step = next(line.strip() for line in text.splitlines() if line.strip().startswith("srun --nodes="))
     ctx = _ctx(c)
-    assert step == ("srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --cpus-per-task=8 --kill-on-bad-exit=1 --label "
+    assert step == ("srun --nodes=\"${SLURM_JOB_NUM_NODES:-2}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-2}\" --ntasks-per-node=1 --cpus-per-task=8 --kill-on-bad-exit=1 --label "
                     + launch.shell_command(launch.command(ctx), ctx) + " &")
     assert '--rdzv_endpoint="${MASTER_ADDR}":"${MASTER_PORT}"' in step
     assert step.endswith("train.py --data /data &")
@@ -439,8 +439,8 @@ def test_a_command_that_runs_torchrun_runs_under_the_launcher_on_every_node(tmp_
     c = shape_change(tmp_path, command)
     text = script_of(c)
     ctx = _ctx(c)
-    step = next(line.strip() for line in text.splitlines() if line.strip().startswith("srun --nodes=2"))
-    assert step.startswith("srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --kill-on-bad-exit=1 --label "
+    step = next(line.strip() for line in text.splitlines() if line.strip().startswith("srun --nodes="))
+    assert step.startswith("srun --nodes=\"${SLURM_JOB_NUM_NODES:-2}\" --ntasks=\"${SLURM_JOB_NUM_NODES:-2}\" --ntasks-per-node=1 --kill-on-bad-exit=1 --label "
                            "python -m jsruntime.launch --exec " + launch.shell_command(command[:1], ctx) + " ")
     assert text.count("python -m jsruntime.launch --exec") == 1
     exports = [line for line in text.splitlines() if line.startswith("export PET_")]
