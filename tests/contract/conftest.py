@@ -1,6 +1,7 @@
 """The provider contract suite runs every test once per installed provider that has a harness
 (contractkit.HARNESSES): local, Slurm (the CI cluster of scripts/slurm-up.sh; skipped with the reason
-when it is not reachable, failed instead with JSCTL_REQUIRE_SLURM=1) and the out-of-tree testcloud."""
+when it is not reachable, failed instead with JSCTL_REQUIRE_SLURM=1), Kubernetes (the control plane of
+scripts/k8s-up.sh; likewise, with JSCTL_REQUIRE_K8S=1) and the out-of-tree testcloud."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ import os
 
 import pytest
 
-from contractkit import HARNESSES, PROVIDERS, Harness, SlurmHarness
+from contractkit import HARNESSES, PROVIDERS, Harness, KubernetesHarness, SlurmHarness
 
 
 @pytest.fixture(params=PROVIDERS)
@@ -22,7 +23,16 @@ def harness(request, tmp_path, monkeypatch) -> Harness:
             if os.environ.get("JSCTL_REQUIRE_SLURM") == "1":
                 pytest.fail(f"JSCTL_REQUIRE_SLURM=1 but {reason}")
             pytest.skip(reason)
+    if name == "kubernetes":
+        reason = KubernetesHarness.unreachable()
+        if reason:
+            if os.environ.get("JSCTL_REQUIRE_K8S") == "1":
+                pytest.fail(f"JSCTL_REQUIRE_K8S=1 but {reason}")
+            pytest.skip(reason)
     h = HARNESSES[name](tmp_path)
+    if h.runs_no_processes and request.node.module.__name__ == "test_launch_shapes":
+        pytest.skip(f"{name}: {h.runs_no_processes}; torchrun's rendezvous across the job's pods cannot happen "
+                    "(the pods' launch environment is checked by test_launch_environment_is_complete)")
     h.setup()
     h.submitted = []
     monkeypatch.chdir(tmp_path)

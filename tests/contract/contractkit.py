@@ -6,6 +6,7 @@ A new provider passes the suite by adding a Harness subclass here and its name t
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -19,6 +20,8 @@ from slurmci import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SLURM_EXAMPLES = ROOT / "examples" / "slurm"
+K8S_EXAMPLES = ROOT / "examples" / "kubernetes"
+K8S_TESTS = ROOT / "tests" / "integration" / "kubernetes"  # k8skubelet: the kubelet's part, played here
 
 # The launch contract: what every job sees, whatever runs it (docs/launch-contract.md).
 LAUNCH_NAMES = ("JOB_ID", "JETSTREAM_JOB_ID", "JETSTREAM_ADDRESS", "JETSTREAM_NNODES", "JETSTREAM_GPUS_PER_NODE",
@@ -119,6 +122,13 @@ class Harness:
     def wait(self, client, handle: JobHandle, phases=TERMINAL, timeout: float | None = None) -> LiveStatus:
         return wait_for(lambda: (s := client.refresh([handle])[handle]).phase in phases and s,
                         timeout or self.timeout, what=f"{handle} to be {'/'.join(phases)}")
+
+    def emulate_node(self, handle: JobHandle) -> None:
+        """Engines whose nodes run no process (kwok) play the node's part here, once the job has run:
+        run its command as the node would have (KubernetesHarness). Others: nothing to do."""
+
+    logs_unavailable: str | None = None  # why the engine's logs cannot show what a job printed, if so
+    runs_no_processes: str | None = None  # why the engine's nodes start no process of a job, if so
 
     def files_to_search(self) -> list[Path]:
         """Every file jsctl or the engine wrote for these jobs: for the secret check."""
@@ -232,6 +242,137 @@ class TestCloudHarness(Harness):
         return sorted(p.name for p in self._jobs().glob(f"{job_id}.*")) if self._jobs().exists() else []
 
 
+class KubernetesHarness(Harness):
+    """The CI control plane of scripts/k8s-up.sh (kube-apiserver, controllers, kwok's fake nodes), each
+    workspace in a namespace of its own (created in setup, deleted in cleanup): job ids are the same in
+    two workspaces, and so would be the object names in one namespace.
+
+    kwok runs no container. Pods go Running, and pods of a Job complete after about 3 s; a `sleeper`
+    carries the label `kwok-run: long` so that it runs until deleted. For the jobs that must have run
+    (the dump jobs), `emulate_node` plays the kubelet's part on this machine for the index-0 pod: it
+    reads the Pod as the apiserver holds it, resolves its env (values, secretKeyRef from the real Secret,
+    fieldRef, `$(VAR)` expansion as the kubelet does) and runs its command and args here with that env
+    (the image is ignored). What a job prints is not what `kubectl logs` shows (kwok answers a fixed
+    line), so the log check of the CLI test is skipped for this harness, with that reason."""
+
+    provider = "kubernetes"
+    cluster = "k8s"
+    timeout = 60.0
+    logs_unavailable = ("kwok's fake nodes run no container: `kubectl logs` answers kwok's fixed line, not what "
+                        "the job printed")
+    runs_no_processes = "kwok's fake nodes run no container (emulate_node plays one pod's part, not a group's)"
+
+    def __init__(self, ws: Path) -> None:
+        super().__init__(ws)
+        self.namespace = "jsct-" + hashlib.sha256(str(ws.resolve()).encode()).hexdigest()[:12]
+
+    @staticmethod
+    def unreachable() -> str | None:
+        return _k8sci().unreachable()
+
+    def inventory(self) -> str:
+        text = (K8S_EXAMPLES / "jsctl.yaml").read_text(encoding="utf-8")
+        assert "namespace: jsctl-ci" in text
+        return text.replace("namespace: jsctl-ci", f"namespace: {self.namespace}") \
+            .replace("kubeconfig: /tmp/jsctl-k8s/kubeconfig", f"kubeconfig: {_k8sci().KUBECONFIG}")
+
+    def setup(self) -> None:
+        super().setup()
+        _k8sci().kubectl("create", "namespace", self.namespace, namespace=None)
+
+    def job(self, name: str, command: list[str], gpus: bool = False, env: dict | None = None,
+            secrets: tuple[str, ...] = (), labels: dict | None = None, compute: str | None = None,
+            extra: str = "") -> str:
+        """As Harness.job, with the image a Kubernetes job needs (never pulled: kwok starts nothing)."""
+        text = super().job(name, command, gpus, env, secrets, labels, compute, extra)
+        image = "  image: python:3.11-slim\n"
+        if "\nenvironment:\n" in text:
+            return text.replace("\nenvironment:\n", "\nenvironment:\n" + image, 1)
+        return text.replace("\nlifecycle:\n", "\nenvironment:\n" + image + "lifecycle:\n", 1)
+
+    def sleeper(self, name: str) -> str:
+        return self.job(name, ["sleep", "60"], labels={"kwok-run": "long"})
+
+    def _api(self):
+        return self.client().api()
+
+    def emulate_node(self, handle: JobHandle) -> None:
+        kubelet = _kubelet()
+        api = self._api()
+        ns, _, name = handle.id.split("/")
+        pods = api.request("GET", f"/api/v1/namespaces/{ns}/pods",
+                           {"labelSelector": f"jsctl.dev/job-id={name}"})["items"]
+        assert pods, f"{handle} has no pods"
+        from jsctl.providers.kubernetes.livestatus import pod_index
+
+        pod = sorted(pods, key=pod_index)[0]
+
+        def read(kind: str, obj: str) -> dict:
+            plural = {"Secret": "secrets", "ConfigMap": "configmaps"}[kind]
+            return api.request("GET", f"/api/v1/namespaces/{ns}/{plural}/{obj}")
+
+        res = kubelet.run_container(pod, read, cwd=str(self.ws), timeout=self.timeout)
+        assert res.returncode == 0, (res.returncode, res.stdout, res.stderr)
+
+    def received(self, handle: JobHandle, artifact: RenderedArtifact) -> str:
+        """Every object of the manifest as the apiserver holds it: each field the manifest sets must read
+        back unchanged (the apiserver adds defaults and status beside them); then the digest of the
+        manifest, else of what was read back."""
+        import yaml
+
+        api = self._api()
+        files = dict(artifact.files)
+        docs = [d for d in yaml.safe_load_all(files[artifact.request.manifest]) if d]
+        held = []
+        for d in docs:
+            meta = d["metadata"]
+            obj = api.request("GET", api.path(d["apiVersion"], d["kind"], meta.get("namespace") or
+                                              artifact.request.namespace, meta["name"]))
+            held.append(obj)
+        differences = [diff for d, o in zip(docs, held) for diff in subset_differences(d, o, d["kind"])]
+        if not differences:
+            return artifact.digest
+        return hashlib.sha256(json.dumps(held, sort_keys=True).encode()).hexdigest() + " " + "; ".join(differences)
+
+    def jobs_named(self, job_id: str) -> list[str]:
+        res = _k8sci().kubectl("get", "jobs.batch,jobsets.jobset.x-k8s.io", "-l", f"jsctl.dev/job-id={job_id}",
+                               "-o", "name", namespace=self.namespace)
+        return res.stdout.split()
+
+    def unknown_handle(self) -> JobHandle:
+        return JobHandle("kubernetes", self.cluster, f"{self.namespace}/job.v1.batch/js-nosuchjob-0000")
+
+    def cleanup(self, handles: list[str]) -> None:
+        _k8sci().kubectl("delete", "namespace", self.namespace, "--wait=false", check=False, namespace=None)
+
+
+def subset_differences(want, got, where: str) -> list[str]:
+    """Where `got` (read back) differs from `want` (as rendered) in a field `want` sets."""
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return [f"{where}: {got!r} is not a mapping"]
+        return [d for k, v in want.items() for d in subset_differences(v, got.get(k), f"{where}.{k}")]
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return [f"{where}: {got!r} != {want!r}"]
+        return [d for i, (a, b) in enumerate(zip(want, got)) for d in subset_differences(a, b, f"{where}[{i}]")]
+    return [] if want == got else [f"{where}: {got!r} != {want!r}"]
+
+
+def _k8sci():
+    import k8sci
+
+    return k8sci
+
+
+def _kubelet():
+    if str(K8S_TESTS) not in sys.path:
+        sys.path.append(str(K8S_TESTS))
+    import k8skubelet
+
+    return k8skubelet
+
+
 # ---- reading a workspace --------------------------------------------------------------------------
 
 def write_job(h: Harness, name: str, text: str) -> Path:
@@ -253,6 +394,7 @@ def wait_record(h: Harness, address: str, phases=TERMINAL, timeout: float | None
     return handle, h.wait(h.client(), handle, phases, timeout)
 
 
-HARNESSES: dict[str, type[Harness]] = {"local": LocalHarness, "slurm": SlurmHarness, "testcloud": TestCloudHarness}
+HARNESSES: dict[str, type[Harness]] = {"local": LocalHarness, "slurm": SlurmHarness, "testcloud": TestCloudHarness,
+                                       "kubernetes": KubernetesHarness}
 INSTALLED = registry.names()  # every provider of the `jsctl.providers` entry points
 PROVIDERS = [name for name in INSTALLED if name in HARNESSES]

@@ -16,6 +16,7 @@ import secrets as pysecrets
 import time
 from pathlib import Path
 
+import pytest
 
 from contractkit import (INSTALLED, LAUNCH_NAMES, PET_NAMES, PROVIDERS, Harness, record, state, wait_for,
                          wait_record, write_job)
@@ -66,6 +67,7 @@ def run_dump_job(h: Harness, jsctl, name: str, want: list[str], **kw) -> tuple[d
     assert code == 0, out + err
     handle, live = wait_record(h, f"job.{name}")
     assert live.phase == "SUCCEEDED", (live, "".join(h.client().logs(handle)))
+    h.emulate_node(handle)
     return read_dump(prefix), record(h, f"job.{name}")
 
 
@@ -218,6 +220,7 @@ def test_secrets_reach_the_job_and_no_file(harness, jsctl):
     assert value not in out + err
     handle, live = wait_record(h, "job.secretive")
     assert live.phase == "SUCCEEDED", (live, "".join(h.client().logs(handle)))
+    h.emulate_node(handle)
     dump = read_dump(prefix)
     assert dump["env"]["JS_CONTRACT_TOKEN"] == value
     dumps = set(prefix.parent.glob(prefix.name + ".*"))
@@ -286,12 +289,18 @@ def test_status_logs_and_stop_through_the_cli(harness, jsctl):
         return row
 
     assert status()["phase"] == "RUNNING"
-    wait_for(lambda: f"started-{job_id}" in jsctl("logs", "verbs")[1], h.timeout, what="the job's log")
+    if h.logs_unavailable is None:
+        wait_for(lambda: f"started-{job_id}" in jsctl("logs", "verbs")[1], h.timeout, what="the job's log")
+    else:
+        code, out, err = jsctl("logs", "verbs")
+        assert code == 0, out + err  # the engine answers, but not with what the job printed
     code, out, err = jsctl("stop", "verbs")
     assert code == 0, out + err
     wait_for(lambda: status()["phase"] == "CANCELLED", h.timeout, what="CANCELLED in jsctl status")
     code, out, err = jsctl("stop", "verbs")  # idempotent
     assert code == 0, out + err
+    if h.logs_unavailable:
+        pytest.skip(f"status and stop checked; the log check does not apply to {h.provider}: {h.logs_unavailable}")
 
 
 # ---- isolation: a job id names a job within one workspace only ------------------------------------------
