@@ -5,11 +5,13 @@ scripts/k8s-up.sh; likewise, with JSCTL_REQUIRE_K8S=1) and the out-of-tree testc
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-from contractkit import HARNESSES, PROVIDERS, Harness, KubernetesHarness, SlurmHarness
+from contractkit import HARNESSES, PROVIDERS, Harness
+from engines import require
+
+ENGINES = {"slurm": "JSCTL_REQUIRE_SLURM", "kubernetes": "JSCTL_REQUIRE_K8S"}  # harness → the CI switch
 
 
 @pytest.fixture(params=PROVIDERS)
@@ -17,18 +19,8 @@ def harness(request, tmp_path, monkeypatch) -> Harness:
     """A workspace in tmp_path with one cluster of the provider; every job submitted from it is
     cancelled afterwards (from state, and the handles a test put in `harness.submitted`)."""
     name = request.param
-    if name == "slurm":
-        reason = SlurmHarness.unreachable()
-        if reason:
-            if os.environ.get("JSCTL_REQUIRE_SLURM") == "1":
-                pytest.fail(f"JSCTL_REQUIRE_SLURM=1 but {reason}")
-            pytest.skip(reason)
-    if name == "kubernetes":
-        reason = KubernetesHarness.unreachable()
-        if reason:
-            if os.environ.get("JSCTL_REQUIRE_K8S") == "1":
-                pytest.fail(f"JSCTL_REQUIRE_K8S=1 but {reason}")
-            pytest.skip(reason)
+    if name in ENGINES:  # a real engine: skip without it, or fail where CI requires it
+        require(HARNESSES[name].unreachable(), ENGINES[name])
     h = HARNESSES[name](tmp_path)
     if h.runs_no_processes and request.node.module.__name__ == "test_launch_shapes":
         pytest.skip(f"{name}: {h.runs_no_processes}; torchrun's rendezvous across the job's pods cannot happen "

@@ -4,16 +4,12 @@ inventory beside this file, in every flavor (job, jobset, volcano, kubeflow).
 Rewrite with `pytest tests/golden --update-golden` and review the diff."""
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
-from jsctl.config import workspace
-from jsctl.config.variables import Variables
-from jsctl.model.state import State
-from jsctl.plan.planner import PlanInputs, make_plan
-from jsctl.plan.resolve import load_sources
+import goldens
+from goldens import describe, planned
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
@@ -22,29 +18,12 @@ EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
 def change(tmp_path, flavor: str):
     text = open(os.path.join(HERE, "jsctl.yaml"), encoding="utf-8").read().replace("flavor: job", f"flavor: {flavor}")
     (tmp_path / "jsctl.yaml").write_text(text)
-    ws = workspace.load(str(tmp_path / "jsctl.yaml"))
-    path = os.path.join(EXAMPLES, "finetune-llama.yaml")
-    sources, diags = load_sources([path], Variables({}))
-    assert not diags
-    (c,) = make_plan(PlanInputs(sources, State(), ws, {}, {}, (), False, False, (path,))).changes
+    (c,) = planned(str(tmp_path / "jsctl.yaml"), os.path.join(EXAMPLES, "finetune-llama.yaml"))
     return c
 
 
 def check(name: str, text: str, update: bool) -> None:
-    path = os.path.join(HERE, name)
-    if update:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        return
-    assert os.path.exists(path), f"{name} is missing: run pytest tests/golden --update-golden"
-    with open(path, encoding="utf-8") as fh:
-        assert text == fh.read(), f"{name} differs from the golden file (pytest tests/golden --update-golden)"
-
-
-def describe(c) -> str:
-    a = c.artifact
-    return json.dumps({"address": c.address, "placement": c.placement.describe(), "summary": a.summary,
-                       "notes": list(a.notes), "request": a.request.to_dict()}, indent=2, ensure_ascii=False) + "\n"
+    goldens.check(HERE, name, text, update)
 
 
 @pytest.mark.parametrize("flavor", ["job", "jobset", "volcano", "kubeflow"])

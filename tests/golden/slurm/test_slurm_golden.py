@@ -5,17 +5,13 @@ Rewrite with `pytest tests/golden --update-golden` and review the diff."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 
 import pytest
 
-from jsctl.config import workspace
-from jsctl.config.variables import Variables
-from jsctl.plan.planner import PlanInputs, make_plan
-from jsctl.plan.resolve import load_sources
-from jsctl.model.state import State
+import goldens
+from goldens import describe, planned
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
@@ -35,28 +31,11 @@ def changes(tmp_path, example: str, runtime: str):
     text = open(os.path.join(HERE, "jsctl.yaml")).read()
     text = re.sub(r"container_runtime: \w+", f"container_runtime: {runtime}", text)
     (tmp_path / "jsctl.yaml").write_text(text)
-    ws = workspace.load(str(tmp_path / "jsctl.yaml"))
-    path = os.path.join(EXAMPLES, example)
-    sources, diags = load_sources([path], Variables({}))
-    assert not diags
-    return make_plan(PlanInputs(sources, State(), ws, {}, {}, (), False, False, (path,))).changes
+    return planned(str(tmp_path / "jsctl.yaml"), os.path.join(EXAMPLES, example))
 
 
 def check(name: str, text: str, update: bool) -> None:
-    path = os.path.join(HERE, name)
-    if update:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        return
-    assert os.path.exists(path), f"{name} is missing: run pytest tests/golden --update-golden"
-    with open(path, encoding="utf-8") as fh:
-        assert text == fh.read(), f"{name} differs from the golden file (pytest tests/golden --update-golden)"
-
-
-def describe(c) -> str:
-    a = c.artifact
-    return json.dumps({"address": c.address, "placement": c.placement.describe(), "summary": a.summary,
-                       "notes": list(a.notes), "request": a.request.to_dict()}, indent=2, ensure_ascii=False) + "\n"
+    goldens.check(HERE, name, text, update)
 
 
 @pytest.mark.parametrize("runtime", ["pyxis", "apptainer", "none"])

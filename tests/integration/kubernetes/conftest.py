@@ -3,22 +3,18 @@ nodes, JobSet). Without it these tests skip with the reason; with JSCTL_REQUIRE_
 instead. Every test gets a namespace of its own (deleted afterwards)."""
 from __future__ import annotations
 
-import os
 import secrets
 
 import pytest
 
+from engines import require
 from k8sci import kubectl, unreachable
 from k8sit import inventory
 
 
 @pytest.fixture(scope="session")
 def k8s() -> str:
-    reason = unreachable()
-    if reason:
-        if os.environ.get("JSCTL_REQUIRE_K8S") == "1":
-            pytest.fail(f"JSCTL_REQUIRE_K8S=1 but {reason}")
-        pytest.skip(reason)
+    require(unreachable(), "JSCTL_REQUIRE_K8S")
     return "ci"
 
 

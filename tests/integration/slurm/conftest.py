@@ -9,17 +9,14 @@ import subprocess
 
 import pytest
 
+from engines import require
 from slurmci import unreachable
 from slurmit import EXAMPLES, inventory, wait_for
 
 
 @pytest.fixture(scope="session")
 def slurm() -> str:
-    reason = unreachable()
-    if reason:
-        if os.environ.get("JSCTL_REQUIRE_SLURM") == "1":
-            pytest.fail(f"JSCTL_REQUIRE_SLURM=1 but {reason}")
-        pytest.skip(reason)
+    require(unreachable(), "JSCTL_REQUIRE_SLURM")
     return os.environ["SLURM_CONF"]
 
 
