@@ -13,7 +13,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from jsctl.config.variables import is_runtime_name
 from jsctl.errors import RenderError
@@ -144,6 +144,28 @@ def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None,
     for name, value in torchrun_environment().items():
         env.setdefault(name, value)  # after env_vars: a value may name one of them (MASTER_ADDR)
     return env
+
+
+def runtime_refs(text: str, ctx: JobContext) -> list[str]:
+    """The run-time names `${NAME}` in `text` refers to."""
+    return [m.group(1) for m in VAR.finditer(text) if expands(m.group(1), ctx)]
+
+
+def dependency_order(values: Mapping[str, str], ctx: JobContext, defined: Iterable[str] = ()) -> list[str]:
+    """The names of `values` in the order an engine that expands references only to names defined
+    earlier needs (a shell's exports, Kubernetes' env list): each after the names among `values` its
+    value refers to, the given order otherwise; `defined` are set before all of them. A cycle keeps
+    the given order (its references then stay literal)."""
+    done = set(defined)
+    pending = [n for n in values if n not in done]
+    out: list[str] = []
+    while pending:
+        ready = next((n for n in pending if all(r in done or r not in values for r in runtime_refs(values[n], ctx))),
+                     pending[0])
+        pending.remove(ready)
+        out.append(ready)
+        done.add(ready)
+    return out
 
 
 def torchrun_environment() -> dict[str, str]:

@@ -18,11 +18,6 @@ from jsctl.providers.kubernetes.settings import DOWNWARD_NAMES
 from jsctl.render import launch
 
 
-def runtime_refs(text: str, ctx: JobContext) -> list[str]:
-    """The run-time names `${NAME}` in `text` refers to."""
-    return [m.group(1) for m in launch.VAR.finditer(text) if launch.expands(m.group(1), ctx)]
-
-
 def kube_text(text: str, ctx: JobContext, defined: Iterable[str]) -> str:
     """`text` for Kubernetes: `${NAME}` → `$(NAME)` for names in `defined`, every other `$` → `$$`."""
     names = set(defined)
@@ -52,13 +47,9 @@ class Env:
         the launch contract's order otherwise); a reference that cannot come first (a cycle) stays literal."""
         out: list[dict[str, Any]] = [{"name": n, "valueFrom": dict(s)} for n, s in self.sources.items()]
         done = set(self.sources)
-        pending = [n for n in self.values if n not in done]
-        while pending:
-            ready = next((n for n in pending if all(r in done or r not in self.values
-                                                    for r in runtime_refs(self.values[n], ctx))), pending[0])
-            pending.remove(ready)
-            out.append({"name": ready, "value": kube_text(self.values[ready], ctx, done)})
-            done.add(ready)
+        for name in launch.dependency_order(self.values, ctx, done):
+            out.append({"name": name, "value": kube_text(self.values[name], ctx, done)})
+            done.add(name)
         return out
 
 
@@ -84,7 +75,7 @@ def build(ctx: JobContext, master_addr: str, master_port: int, rank_path: str, m
             sources[name] = field_ref(rank_path)
     texts = [*values.values(), *spec.lifecycle.command, *(a for h in spec.lifecycle.pre_run for a in h),
              *(a for h in spec.lifecycle.post_success for a in h), *extra_refs]
-    wanted = {r for t in texts for r in runtime_refs(t, ctx)}
+    wanted = {r for t in texts for r in launch.runtime_refs(t, ctx)}
     if "JOB_COMPLETION_INDEX" in wanted and "JOB_COMPLETION_INDEX" not in values:
         sources["JOB_COMPLETION_INDEX"] = field_ref(rank_path)
     for name, path in DOWNWARD_NAMES.items():
