@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from jsctl.api.live import Echo, observe, refresh, store_for
 from jsctl.model.state import NotSubmitted, State, StateRecord
-from jsctl.model.status import JobHandle
+from jsctl.model.status import EngineEvent, JobHandle
 
 if TYPE_CHECKING:
     from jsctl.config.workspace import Workspace
@@ -59,6 +59,8 @@ class JobDetail:
     record: StateRecord | None
     not_submitted: NotSubmitted | None = None
     recommendation: Recommendation | None = None  # a running job's strategy, judged by what it measured
+    events: tuple[EngineEvent, ...] = ()  # what the engine recorded about the job, oldest first
+    events_error: str | None = None  # why the engine's events could not be read (describe shows the rest)
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,25 @@ def describe(ws: Workspace, job: str, echo: Echo | None = None) -> JobDetail:
             advice = advise(ws, job)
         except (JsctlError, OSError, ValueError):  # the log cannot be read now: describe shows the rest
             advice = None
-    return JobDetail(row, seen.record(address), seen.unsubmitted().get(address), advice)
+    record = seen.record(address)
+    events, events_error = _engine_events(ws, record) if record is not None else ((), None)
+    return JobDetail(row, record, seen.unsubmitted().get(address), advice, events, events_error)
+
+
+def _engine_events(ws: Workspace, record: StateRecord) -> tuple[tuple[EngineEvent, ...], str | None]:
+    """The engine's events about a submitted job, best effort: on any failure, none and why (one line)."""
+    from jsctl.errors import JsctlError
+    from jsctl.providers.registry import Clients
+
+    if record.handle is None:
+        return (), None
+    try:
+        return tuple(Clients(ws).get(record.handle.cluster).events(record.handle)), None
+    except JsctlError as e:
+        why = str(e)
+    except Exception as e:  # noqa: BLE001  (an SDK's or the network's own error: describe still shows the rest)
+        why = f"{type(e).__name__}: {e}"
+    return (), " ".join(why.split()) or "no reason given"
 
 
 def _target(ws: Workspace, job: str) -> tuple[str, StateRecord, ProviderClient, JobHandle]:
@@ -205,14 +225,16 @@ def stop(ws: Workspace, job: str, lock_timeout_s: float = 0.0, on_lock_wait: OnL
 
 @dataclass(frozen=True)
 class Paused:
-    """What `pause` did: the job, its handle and the checkpoint step it paused at (None: paused without a
-    checkpoint — forced, or a provider that suspends in place — so it still holds its GPUs)."""
+    """What `pause` did: the job, its handle, the checkpoint step it paused at (None: none known —
+    forced, not started, or a checkpoint this machine cannot see) and `how`, the provider's words for
+    what happened to it (how it stopped, what it still holds, what is lost)."""
 
     address: str
     handle: JobHandle
     step: int | None
     forced: bool = False
     verb: str = "pause"
+    how: str = ""
 
 
 def pause(ws: Workspace, job: str, timeout_s: float = 300.0, force: bool = False, lock_timeout_s: float = 0.0,
@@ -221,13 +243,14 @@ def pause(ws: Workspace, job: str, timeout_s: float = 300.0, force: bool = False
     provider can); state records PAUSED with the checkpoint step. A job without checkpoints is refused
     unless `force`; a checkpoint that does not complete in time leaves the job running (ProviderError)."""
     address, _, client, handle = _target(ws, job)
-    step = client.pause(handle, timeout_s=timeout_s, force=force)
+    result = client.pause(handle, timeout_s=timeout_s, force=force)
+    step = result.step
     event = f"paused at checkpoint step {step}" if step is not None else "paused (no checkpoint)"
     engine = f"paused at step {step}" if step is not None else None
     _record(ws, address, "pause", event, lock_timeout_s, on_lock_wait,
             lambda r: replace(r, status=replace(r.status, phase="PAUSED",
                                                 engine_state=engine or r.status.engine_state)))
-    return Paused(address, handle, step, forced=force and step is None)
+    return Paused(address, handle, step, forced=force and step is None, how=result.how)
 
 
 def resume(ws: Workspace, job: str, lock_timeout_s: float = 0.0, on_lock_wait: OnLockWait | None = None) -> Controlled:

@@ -105,11 +105,28 @@ def describe(words, workspace_file) -> None:
     click.echo("Events:")
     for e in record.events:
         click.echo(f"  {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(e.time))}  {e.event}")
+    _print_engine_events(detail.events, detail.events_error)
     art = record.artifact or {}
     click.echo(f"Artifact:   {art.get('summary')}, sha256 {record.artifact_digest}")
     for name, content in art.get("files") or []:
         click.echo(f"---- {name} ----\n{content.rstrip()}")
     click.echo("Spec:\n" + json.dumps(record.spec, indent=2))
+
+
+def _print_engine_events(events, error: str | None) -> None:
+    """What the engine recorded about the job (Kubernetes' Events), oldest first; nothing where the
+    engine keeps none; one line saying why where they could not be read."""
+    if error:
+        click.echo(f"Engine events: not read ({error})")
+        return
+    if not events:
+        return
+    click.echo("Engine events:")
+    for e in events:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e.time)) if e.time else "—".ljust(19)
+        repeat = f" (×{e.count})" if e.count > 1 else ""
+        about = f" {e.object}:" if e.object else ""
+        click.echo(f"  {when}  {e.type or '—':<7}  {e.reason}{about} {' '.join(e.message.split())}{repeat}".rstrip())
 
 
 def _placement_text(p: dict) -> str:
@@ -174,13 +191,15 @@ stop = _control_command("stop", "Cancel a job (idempotent); it stays in state as
               help="How long to wait for the checkpoint; when it does not complete, the job keeps running.")
 @click.option("--force", is_flag=True, help="Pause a job without checkpoints anyway (local: stopped in place "
                                             "with SIGSTOP, holding its workers; Slurm: requeued and held, its "
+                                            "progress lost; Kubernetes: suspended, its pods deleted, its "
                                             "progress lost).")
 @lock_timeout_option
 @workspace_option
 def pause(job, timeout, force, lock_timeout, workspace_file) -> None:
     """Checkpoint a running job, then stop its workers and free its GPUs until jsctl resume (local: the
-    workers stop; Slurm: the job is requeued and held, `scontrol requeuehold`). A job without checkpoints
-    is refused unless --force; a checkpoint that does not complete within --timeout leaves it running.
+    workers stop; Slurm: the job is requeued and held, `scontrol requeuehold`; Kubernetes: the workload is
+    suspended, `spec.suspend: true`, and its pods deleted). A job without checkpoints is refused unless
+    --force; a checkpoint that does not complete within --timeout leaves it running.
 
     Example: jsctl pause quickstart --timeout 5m
     """
@@ -193,21 +212,10 @@ def pause(job, timeout, force, lock_timeout, workspace_file) -> None:
         raise UsageError(f"--timeout expects a duration like 30s or 5m, got {timeout!r}") from None
     done = api.pause(api.open_workspace(workspace_file), job, timeout_s, force, lock_seconds(lock_timeout),
                      on_lock_wait)
-    if done.step is not None:
-        click.echo(f"Paused {done.address} ({done.handle}) at checkpoint step {done.step}; its workers are "
-                   f"stopped (GPUs held: none). jsctl resume {job} continues from step {done.step}.")
-    elif done.forced and done.handle.provider == "slurm":
-        click.echo(f"Paused {done.address} ({done.handle}) without a checkpoint (--force): it was requeued and held "
-                   "(GPUs held: none) and its progress is lost: jsctl resume starts it over from the beginning.")
-    elif done.forced:
-        click.echo(f"Paused {done.address} ({done.handle}) without a checkpoint (--force): its processes are "
-                   "stopped in place (SIGSTOP) and keep their memory and GPUs; nothing is lost unless it is "
-                   "stopped before jsctl resume.")
-    elif done.handle.provider == "slurm":
-        click.echo(f"Paused {done.address} ({done.handle}): it had not started, so it is held in the queue "
-                   "(GPUs held: none) until jsctl resume.")
-    else:
-        click.echo(f"Paused {done.address} ({done.handle}); the job reported no checkpoint step.")
+    # the provider says what its pause did (how the job stopped, what it still holds, what is lost)
+    at = f" at checkpoint step {done.step}" if done.step is not None else ""
+    then = f" jsctl resume {job} continues from step {done.step}." if done.step is not None else ""
+    click.echo(f"Paused {done.address} ({done.handle}){at}: {done.how or 'paused'}.{then}")
 
 
 resume = _control_command("resume", "Resume a paused job.\n\nExample: jsctl resume quickstart")

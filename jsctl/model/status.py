@@ -47,6 +47,34 @@ class JobHandle:
 
 
 @dataclass(frozen=True)
+class PauseResult:
+    """What a provider client's pause did: the checkpoint step the job resumes from (None: none it
+    knows of) and, in its own words, what happened to the job's processes and resources and what
+    resume will do (`its workers are stopped (GPUs held: none)`): a clause the CLI prints after
+    "Paused JOB (HANDLE)[ at checkpoint step N]: ", no final period."""
+
+    step: int | None
+    how: str
+
+
+@dataclass(frozen=True)
+class EngineEvent:
+    """Something the engine recorded about a job or one of its parts (Kubernetes' Events: the pod was
+    `Scheduled`, the Job controller's `SuccessfulCreate`, a `FailedScheduling` warning), for `jsctl describe`."""
+
+    time: float | None  # seconds since the epoch (None: the engine gave no time)
+    reason: str  # the engine's short word for what happened (`Scheduled`)
+    message: str
+    object: str = ""  # what it is about, as the engine names it (`Pod/js-train-0000-0-abcde`)
+    type: str = ""  # the engine's severity word (`Normal`, `Warning`), "" where it has none
+    count: int = 1  # how many times the engine saw it (repeats folded into one event)
+
+    def to_dict(self) -> dict:
+        return {"time": self.time, "type": self.type, "reason": self.reason, "object": self.object,
+                "message": self.message, "count": self.count}
+
+
+@dataclass(frozen=True)
 class LiveStatus:
     phase: Phase
     engine_state: str  # the engine's own word (Slurm's COMPLETED, ...)

@@ -18,7 +18,7 @@ from jsctl.model.catalog import Catalog
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
 from jsctl.model.runtime_names import RuntimeNames
-from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.model.status import EngineEvent, JobHandle, LiveStatus, PauseResult
 
 
 def package_schema(package: str, name: str = "settings.schema.json") -> dict[str, Any]:
@@ -123,13 +123,20 @@ class ProviderClient(ABC):
     def cancel(self, handle: JobHandle) -> None:
         """Stop the job; idempotent."""
 
+    def events(self, handle: JobHandle) -> list[EngineEvent]:
+        """Recent engine events about the job and its parts (its pods, ...), oldest first, for `jsctl
+        describe`; [] where the engine keeps none (the default). Best effort for the caller: an error
+        here never fails describe."""
+        return []
+
     def check(self, artifact: RenderedArtifact) -> str:
         raise CapabilityError(f"provider {self.provider} cannot check a job against the scheduler (--check-remote)")
 
-    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> int | None:
+    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> PauseResult:
         """Checkpoint the job (its runtime's preemption path), wait up to `timeout_s` for the checkpoint,
         then release its resources; returns the checkpoint step (None where the provider pauses without
-        one). A job without checkpoints is refused unless `force` (which says what it loses)."""
+        one) and what happened, in the engine's terms (how it paused, what the job still holds, what is
+        lost). A job without checkpoints is refused unless `force` (which says what it loses)."""
         raise CapabilityError(f"provider {self.provider} cannot pause jobs")
 
     def resume(self, handle: JobHandle) -> None:

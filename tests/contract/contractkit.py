@@ -21,7 +21,6 @@ from slurmci import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 SLURM_EXAMPLES = ROOT / "examples" / "slurm"
 K8S_EXAMPLES = ROOT / "examples" / "kubernetes"
-K8S_TESTS = ROOT / "tests" / "integration" / "kubernetes"  # k8skubelet: the kubelet's part, played here
 
 # The launch contract: what every job sees, whatever runs it (docs/launch-contract.md).
 LAUNCH_NAMES = ("JOB_ID", "JETSTREAM_JOB_ID", "JETSTREAM_ADDRESS", "JETSTREAM_NNODES", "JETSTREAM_GPUS_PER_NODE",
@@ -366,11 +365,9 @@ def _k8sci():
 
 
 def _kubelet():
-    if str(K8S_TESTS) not in sys.path:
-        sys.path.append(str(K8S_TESTS))
-    import k8skubelet
+    import kubelet  # tests/kubelet.py: the kubelet's part, played here
 
-    return k8skubelet
+    return kubelet
 
 
 # ---- reading a workspace --------------------------------------------------------------------------
@@ -396,5 +393,20 @@ def wait_record(h: Harness, address: str, phases=TERMINAL, timeout: float | None
 
 HARNESSES: dict[str, type[Harness]] = {"local": LocalHarness, "slurm": SlurmHarness, "testcloud": TestCloudHarness,
                                        "kubernetes": KubernetesHarness}
+
+
+def _cloud_harnesses() -> None:
+    """The cloud providers' harnesses, each in a module of its own beside this one (`HARNESS`)."""
+    import importlib
+
+    for module, provider in (("harness_aws", "aws-batch"), ("harness_gcp", "gcp-batch"), ("harness_azure", "azure-ml")):
+        try:
+            HARNESSES[provider] = importlib.import_module(module).HARNESS
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+_cloud_harnesses()
 INSTALLED = registry.names()  # every provider of the `jsctl.providers` entry points
 PROVIDERS = [name for name in INSTALLED if name in HARNESSES]

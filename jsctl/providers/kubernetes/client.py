@@ -26,7 +26,7 @@ from typing import Any, Iterator, Mapping
 from jsctl.errors import ProviderError
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.cluster import Cluster, Facts
-from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.model.status import EngineEvent, JobHandle, LiveStatus, PauseResult
 from jsctl.providers.base import ProviderClient
 from jsctl.providers.kubernetes import livestatus, podlogs
 from jsctl.providers.kubernetes.handles import Ref, manifest_documents
@@ -35,6 +35,8 @@ from jsctl.providers.kubernetes.request import FIELD_MANAGER, GENERATION_LABEL, 
 
 GPU = "nvidia.com/gpu"
 SUSPENDABLE = {("Job", "batch"), ("JobSet", "jobset.x-k8s.io")}
+# what pause did (PauseResult.how)
+SUSPENDED = "the workload is suspended (spec.suspend: true) and its pods are deleted (GPUs held: none)"
 COMPANIONS = (("v1", "Service"), ("v1", "Secret"), ("v1", "ConfigMap"))  # deleted with the workload
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
@@ -281,8 +283,8 @@ class KubernetesClient(ProviderClient):
         yield from podlogs.job_logs(api, handle, self._job_pods(api, ref, obj), node, follow, tail)
 
     # ---- events (jsctl describe) ----------------------------------------------------------------------
-    def events(self, handle: JobHandle) -> list[dict[str, Any]]:
-        """Events of the workload and its pods, oldest first: {time, type, reason, object, message}."""
+    def events(self, handle: JobHandle) -> list[EngineEvent]:
+        """Events of the workload and its pods (and what else is named after it), oldest first."""
         api = self.api()
         ref = Ref.of(handle)
         obj = self._get(api, ref)
@@ -296,11 +298,14 @@ class KubernetesClient(ProviderClient):
             inv = e.get("involvedObject") or {}
             if inv.get("name") not in names and not str(inv.get("name", "")).startswith(ref.name + "-"):
                 continue
-            when = e.get("lastTimestamp") or e.get("eventTime") or e.get("firstTimestamp")
-            out.append({"time": livestatus.parse_time(when), "type": e.get("type"), "reason": e.get("reason"),
-                        "object": f"{inv.get('kind', '')}/{inv.get('name', '')}", "message": e.get("message"),
-                        "count": e.get("count") or 1})
-        return sorted(out, key=lambda e: e["time"] or 0)
+            series = e.get("series") or {}  # events.k8s.io-style repeats: the last time and count are here
+            when = e.get("lastTimestamp") or series.get("lastObservedTime") or e.get("eventTime") or \
+                e.get("firstTimestamp")
+            out.append(EngineEvent(livestatus.parse_time(when), str(e.get("reason") or ""),
+                                   str(e.get("message") or "").strip(),
+                                   f"{inv.get('kind', '')}/{inv.get('name', '')}", str(e.get("type") or ""),
+                                   int(series.get("count") or e.get("count") or 1)))
+        return sorted(out, key=lambda e: e.time or 0)
 
     # ---- lifecycle ------------------------------------------------------------------------------------
     def cancel(self, handle: JobHandle) -> None:
@@ -374,11 +379,11 @@ class KubernetesClient(ProviderClient):
                     what=f"{'suspending' if value else 'resuming'} {ref}")
         return api, ref, obj
 
-    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> int | None:
+    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> PauseResult:
         """spec.suspend: true. The Job (JobSet) controller deletes the pods: SIGTERM, on which the runtime
         saves a checkpoint and exits; then the job holds no nodes until `resume`. Returns the newest
         complete checkpoint step when its checkpoint directory (JETSTREAM_CHECKPOINT_DIR) can be read
-        from here, else None. A job without a checkpoint directory is refused unless `force` (it then
+        from here, else no step. A job without a checkpoint directory is refused unless `force` (it then
         loses what it did since it started)."""
         api = self.api()
         ref = Ref.of(handle)
@@ -387,7 +392,7 @@ class KubernetesClient(ProviderClient):
             raise ProviderError(f"{handle} is gone from the apiserver")
         live = livestatus.live_status(obj.get("kind", ""), ref.group, obj, ())
         if live.phase == "PAUSED":
-            return None
+            return PauseResult(None, "it was already suspended (spec.suspend: true; GPUs held: none)")
         if live.terminal:
             raise ProviderError(f"{handle} is {live.phase} ({live.engine_state}): only pending or running jobs pause")
         ckpt = _env_value(obj, "JETSTREAM_CHECKPOINT_DIR")
@@ -409,7 +414,15 @@ class KubernetesClient(ProviderClient):
                                     "(they are still saving a checkpoint, or their grace period is longer)",
                                     hint="jsctl status shows when they are gone; jsctl resume undoes the pause")
             time.sleep(0.5)
-        return _latest_step(ckpt) if ckpt else None
+        if not ckpt:
+            return PauseResult(None, f"without a checkpoint (--force), {SUSPENDED}; it saves no checkpoints, so "
+                                     "its progress is lost: jsctl resume starts it over from the beginning")
+        step = _latest_step(ckpt)
+        if step is None:
+            return PauseResult(None, f"{SUSPENDED}; no complete checkpoint in {ckpt} is visible from here, so the "
+                                     "step it continues from is not known: on jsctl resume it restores its newest "
+                                     "checkpoint, if it saved one")
+        return PauseResult(step, SUSPENDED)
 
     def resume(self, handle: JobHandle) -> None:
         """spec.suspend: false; the controller starts the pods again (the runtime restores the newest

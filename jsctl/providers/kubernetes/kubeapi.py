@@ -13,7 +13,8 @@ from typing import Any, Iterator, Mapping
 
 import kubernetes  # noqa: F401 - the official client; its import is why this module is lazy
 import urllib3
-from kubernetes.client import ApiClient, Configuration
+from kubernetes.client import Configuration
+from kubernetes.client.rest import RESTClientObject
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import load_kube_config
 
@@ -65,9 +66,11 @@ class KubeApi:
             raise ProviderError(f"cannot load the kubeconfig {where}: {exc}",
                                 hint="set kubeconfig (and context) in the cluster's settings, or KUBECONFIG") \
                 from None
-        cfg.retries = 1  # a dead apiserver answers quickly, not after urllib3's back-off
-        self.server = cfg.host
-        self.client = ApiClient(configuration=cfg)
+        self.cfg = cfg
+        self.server = cfg.host.rstrip("/")
+        # the package's own connection pool (TLS, client certificates, proxy as the kubeconfig says); requests
+        # are built here, by path, so that they do not depend on the package's generated-client API
+        self.pool = RESTClientObject(cfg).pool_manager
         self._resources: dict[tuple[str, str], tuple[str, bool]] = dict(KNOWN)
         self._discovered: set[str] = set()
 
@@ -76,33 +79,37 @@ class KubeApi:
             content_type: str | None = None, accept: str = "application/json", timeout: float | None = TIMEOUT_S,
             what: str | None = None):
         """The urllib3 response of a request (not read: a log follows from it), or ApiError."""
-        headers = {"Accept": accept}
+        headers = {"Accept": accept, **self._auth()}
         if content_type:
             headers["Content-Type"] = content_type
-        params = [(k, v) for k, v in (query or {}).items() if v is not None]
-        params = [(k, str(v).lower() if isinstance(v, bool) else v) for k, v in params]
-        method_, url, headers, body_, post = self.client.param_serialize(
-            method=method, resource_path=path, query_params=params, header_params=headers, body=body,
-            auth_settings=["BearerToken"])
+        params = [(k, str(v).lower() if isinstance(v, bool) else v) for k, v in (query or {}).items() if v is not None]
+        url = self.server + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        data = body if body is None or isinstance(body, (str, bytes)) else json.dumps(body)  # JSON is YAML too
         try:
-            res = self.client.call_api(method_, url, header_params=headers, body=body_, post_params=post,
-                                       _request_timeout=timeout)
+            res = self.pool.request(method, url, body=data, headers=headers, preload_content=False,
+                                    timeout=urllib3.Timeout(total=timeout) if timeout else None, retries=False)
         except urllib3.exceptions.HTTPError as exc:
             raise ProviderError(f"{what or method + ' ' + path}: cannot reach the apiserver at {self.server}: "
                                 f"{_transport(exc)}", hint=f"is the cluster up? (kubeconfig {self.kubeconfig})") \
                 from None
-        except kubernetes.client.exceptions.ApiException as exc:  # TLS and the like
-            raise ProviderError(f"{what or method + ' ' + path}: {exc.reason}") from None
         if res.status >= 400:
-            data = res.response.data.decode("utf-8", "replace") if res.response.data else ""
-            reason, message = res.reason, data.strip()[:1000]
+            text = res.data.decode("utf-8", "replace") if res.data else ""
+            reason, message = res.reason, text.strip()[:1000]
             try:
-                doc = json.loads(data)
+                doc = json.loads(text)
                 reason, message = doc.get("reason") or reason, doc.get("message") or message
             except ValueError:
                 pass
             raise ApiError(f"{what or method + ' ' + path}: {reason}: {message}", res.status, reason)
-        return res.response
+        return res
+
+    def _auth(self) -> dict[str, str]:
+        """The kubeconfig's credentials as headers (a bearer token; client certificates are in the pool)."""
+        out = {}
+        for setting in self.cfg.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                out[setting["key"]] = setting["value"]
+        return out
 
     def request(self, method: str, path: str, query: Mapping[str, Any] | None = None, body: Any = None,
                 content_type: str | None = None, timeout: float | None = TIMEOUT_S, what: str | None = None) -> Any:

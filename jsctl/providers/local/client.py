@@ -12,9 +12,13 @@ from typing import Any, Iterator, Mapping
 from jsctl.errors import ProviderError
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.cluster import Facts
-from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.model.status import JobHandle, LiveStatus, PauseResult
 from jsctl.providers.base import ProviderClient
 from jsctl.providers.local import runs
+
+
+# what a pause after a checkpoint did (the supervisor stopped the workers and waits)
+RELEASED = "its workers are stopped (GPUs held: none)"
 
 
 class LocalClient(ProviderClient):
@@ -217,16 +221,18 @@ class LocalClient(ProviderClient):
         workers = max(int(placement.get("nodes") or 1) * int(placement.get("gpus_per_node") or 1), 1)
         return memory // workers or None
 
-    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> int | None:
+    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> PauseResult:
         """Checkpoint (SIGUSR1 → jsruntime saves and exits 75), then the supervisor stops the workers and
         waits, PAUSED, holding no workers, until `resume`. Returns the checkpoint step. A job without a
         checkpoint directory is refused; with `force` it is stopped in place (SIGSTOP: it keeps its memory
-        and its workers, and loses nothing unless stopped) and None is returned."""
+        and its workers, and loses nothing unless stopped) without a step."""
         directory = self._dir(handle)
         request = runs.read_json(os.path.join(directory, runs.REQUEST)) or {}
         status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
         if status.get("phase") == "PAUSED":
-            return status.get("paused_step")
+            return PauseResult(status.get("paused_step"), "it was already paused; " +
+                               (RELEASED if status.get("released") else "its processes are stopped in place "
+                                "(SIGSTOP) and keep their memory and GPUs"))
         if not (request.get("env") or {}).get("JETSTREAM_CHECKPOINT_DIR"):
             if not force:
                 raise ProviderError(f"{handle} writes no checkpoints (no checkpoint output in its spec), so pausing "
@@ -236,7 +242,9 @@ class LocalClient(ProviderClient):
             status = self._signal_group(handle, signal.SIGSTOP)
             status.update(phase="PAUSED", engine_state="stopped (SIGSTOP)", paused_step=None, released=False)
             runs.write_json(os.path.join(directory, runs.STATUS), status)
-            return None
+            return PauseResult(None, "without a checkpoint (--force), its processes are stopped in place (SIGSTOP) "
+                                     "and keep their memory and GPUs; nothing is lost unless it is stopped before "
+                                     "jsctl resume")
         if status.get("phase") != "RUNNING" or not status.get("child_pgid"):
             raise ProviderError(f"{handle} is not running (phase {status.get('phase', 'UNKNOWN')})")
         marker = os.path.join(directory, runs.PAUSE)
@@ -249,7 +257,9 @@ class LocalClient(ProviderClient):
         while time.time() < deadline:
             status = runs.read_json(os.path.join(directory, runs.STATUS)) or {}
             if status.get("phase") == "PAUSED":
-                return status.get("paused_step")
+                step = status.get("paused_step")
+                return PauseResult(step, RELEASED if step is not None else RELEASED + "; the job reported no "
+                                   "checkpoint step")
             if status.get("phase") in ("SUCCEEDED", "FAILED", "CANCELLED"):
                 break
             time.sleep(0.2)

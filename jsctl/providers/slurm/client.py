@@ -16,7 +16,7 @@ from typing import Iterator, Mapping
 from jsctl.errors import CapabilityError, ProviderError
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.cluster import Cluster, Facts
-from jsctl.model.status import JobHandle, LiveStatus
+from jsctl.model.status import JobHandle, LiveStatus, PauseResult
 from jsctl.providers.base import ProviderClient
 from jsctl.providers.slurm import inventory, parse
 from jsctl.providers.slurm.request import SbatchRequest
@@ -286,18 +286,22 @@ class SlurmClient(ProviderClient):
             raise ProviderError(f"Slurm no longer knows {handle}")
         return job, parse.live_from_squeue(job)
 
-    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> int | None:
+    def pause(self, handle: JobHandle, timeout_s: float = 300.0, force: bool = False) -> PauseResult:
         """Running with checkpoints: SIGUSR1 to the batch script (the preemption path: it forwards the signal,
         jsruntime saves and exits 75), wait up to `timeout_s` for the checkpoint, then `scontrol requeuehold`:
         the job leaves its nodes and waits, held, in the queue. Returns the checkpoint step. Without
         checkpoints: refused, unless `force` (requeued and held all the same: it starts over on resume).
-        Pending: `scontrol uhold` (nothing to checkpoint, nothing allocated); returns None."""
+        Pending: `scontrol uhold` (nothing to checkpoint, nothing allocated); no step."""
         job, live = self._live_job(handle)
         if live.phase == "PAUSED":
-            return self._paused_step(handle, job) if live.engine_state == "PENDING" else None
+            if live.engine_state == "PENDING":
+                return PauseResult(self._paused_step(handle, job), "it was already paused, held in the queue "
+                                                                   "(GPUs held: none)")
+            return PauseResult(None, f"it was already paused (Slurm: {live.engine_state})")
         if live.phase == "PENDING":
             self._scontrol(["uhold", handle.id])
-            return None
+            return PauseResult(None, "it had not started, so it is held in the queue (GPUs held: none) until "
+                                     "jsctl resume")
         if live.phase != "RUNNING" or live.engine_state != "RUNNING":
             raise ProviderError(f"{handle} is {live.phase} ({live.engine_state}): only pending or running jobs pause")
         if not self._checkpoints(handle):
@@ -307,7 +311,8 @@ class SlurmClient(ProviderClient):
                     "its progress", hint="declare a checkpoint output, or pass --force to requeue and hold it anyway "
                     "(it frees its GPUs and starts over from the beginning on jsctl resume)")
             self._hold_requeued(handle, 30.0)
-            return None
+            return PauseResult(None, "without a checkpoint (--force), it was requeued and held (GPUs held: none) "
+                                     "and its progress is lost: jsctl resume starts it over from the beginning")
         seen = len(self._preempt_exits(handle, job))
         res = self.runner.run(["scancel", "--batch", "--signal=USR1", handle.id])
         if not res.ok:
@@ -329,7 +334,7 @@ class SlurmClient(ProviderClient):
                          "then continues from it, as after a preemption)")
             time.sleep(0.5)
         self._hold_requeued(handle, 60.0)
-        return step
+        return PauseResult(step, "its workers are stopped and it waits, held, in the queue (GPUs held: none)")
 
     def _hold_requeued(self, handle: JobHandle, timeout_s: float) -> None:
         """Requeue the job held (`scontrol requeuehold`): it leaves its nodes and waits in the queue. After a

@@ -188,6 +188,35 @@ def test_job_deleted_behind_jsctls_back_is_drift(ws, namespace, jsctl):
     assert "-/+" in out or "replace" in out, out
 
 
+def test_describe_shows_the_engines_events_and_survives_when_they_cannot_be_read(ws, namespace, jsctl, monkeypatch):
+    (ws / "ev.yaml").write_text(small_job("ev", ["sleep", "600"], labels={"kwok-run": "long"}))
+    assert jsctl("apply", "-f", "ev.yaml", "--auto-approve")[0] == 0
+    wait_phases(jsctl, {"ev": "RUNNING"})
+    job_id = record(ws, "job.ev")["job_id"]
+
+    def described():
+        code, out, err = jsctl("describe", "ev")
+        assert code == 0, out + err
+        return out if "Scheduled" in out and "SuccessfulCreate" in out else None
+
+    out = wait_for(described, 30, what="the scheduler's and the Job controller's events")
+    engine = out.split("Engine events:\n", 1)[1].split("Artifact:", 1)[0].splitlines()
+    assert any("SuccessfulCreate" in line and f"Job/{job_id}:" in line for line in engine), engine
+    assert any("Scheduled" in line and f"Pod/{job_id}-" in line for line in engine), engine
+
+    from jsctl.errors import ProviderError
+    from jsctl.providers.kubernetes.client import KubernetesClient
+
+    def refuse(self, handle):
+        raise ProviderError("listing events: 403 Forbidden\n(no right to list events)")
+
+    monkeypatch.setattr(KubernetesClient, "events", refuse)
+    code, out, err = jsctl("describe", "ev")
+    assert code == 0, out + err
+    assert "Engine events: not read (listing events: 403 Forbidden (no right to list events))\n" in out, out
+    assert "Phase:      RUNNING" in out and "Artifact:" in out
+
+
 def test_killed_apply_converges_without_duplicates(ws, namespace):
     (ws / "a.yaml").write_text(small_job("a", ["python", "prep.py"]))
     (ws / "b.yaml").write_text(small_job("b", ["python", "train.py"]))
@@ -218,7 +247,7 @@ def test_killed_apply_converges_without_duplicates(ws, namespace):
 # ---- hostile values -------------------------------------------------------------------------------------------
 
 def test_hostile_values_read_back_exactly(ws, namespace, jsctl):
-    from k8skubelet import container_argv, container_env, run_container
+    from kubelet import container_argv, container_env, run_container
 
     from hostile import DUMP
 

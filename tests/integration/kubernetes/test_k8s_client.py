@@ -111,11 +111,14 @@ def test_pause_and_resume_through_suspend(ws, namespace, jsctl, flavor):
     assert code == 1 and "writes no checkpoints" in out + err and "Traceback" not in err, out + err
     code, out, err = jsctl("pause", "p", "--force", "--timeout", "30s")
     assert code == 0, out + err
+    assert "spec.suspend: true" in out and "pods are deleted (GPUs held: none)" in out, out
+    assert "progress is lost: jsctl resume starts it over" in out and "SIGSTOP" not in out, out
     live = wait_for(lambda: (s := c.refresh([h])[h]).phase == "PAUSED" and s, 30, what="PAUSED")
     assert live.engine_state == "Suspended", live
     job_id = h.id.rsplit("/", 1)[1]
     assert not [p for p in job_pods(namespace, job_id) if p["status"]["phase"] in ("Pending", "Running")]
-    assert c.pause(h, force=True) is None  # again: already paused
+    again = c.pause(h, force=True)
+    assert again.step is None and "already suspended" in again.how  # again: already paused
     code, out, err = jsctl("resume", "p")
     assert code == 0, out + err
     wait_for(lambda: c.refresh([h])[h].phase == "RUNNING", 30, what="RUNNING again")
@@ -142,7 +145,7 @@ def test_logs_events_and_probe(ws, namespace, jsctl):
     assert lines and lines[0].startswith("kwok:")
 
     events = c.events(h)
-    reasons = {e["reason"] for e in events}
+    reasons = {e.reason for e in events}
     assert "SuccessfulCreate" in reasons and "Scheduled" in reasons, events
 
     facts = c.probe()
@@ -178,6 +181,6 @@ def test_stop_deletes_the_job_its_service_and_secret_and_remembers(ws, namespace
     live = c.refresh([h])[h]
     assert live.phase == "CANCELLED" and live.engine_state == "Deleted", live  # the Event cancel left
     c.cancel(h)  # again: nothing there, fine
-    assert "CancelledByJsctl" in {e["reason"] for e in c.events(h)}
+    assert "CancelledByJsctl" in {e.reason for e in c.events(h)}
     code, out, err = jsctl("plan", "-f", "s.yaml")
     assert "changed outside" not in out, out  # stopped by jsctl: not drift

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from k8skubelet import container_argv, container_env, expand, mapping_for
+from kubelet import container_argv, container_env, expand, mapping_for
 from jsctl.model.status import JobHandle
 from jsctl.providers.kubernetes import livestatus
 

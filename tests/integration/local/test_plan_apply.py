@@ -159,6 +159,7 @@ def test_target_destroy_describe_logs(ws):
     assert "line1" in out and "line3" in out
     code, out, _ = run_cli("describe", "a")
     assert code == 0 and "job.a" in out and "local-run" not in out and "run.json" in out and "Events:" in out
+    assert "Engine events" not in out  # the local provider keeps none (ProviderClient.events' default)
     code, out, err = run_cli("destroy", "-f", "a.yaml", "-f", "b.yaml", "--auto-approve")
     assert code == 0, err
     assert "Destroy complete! Resources: 0 added, 0 changed, 2 destroyed." in out

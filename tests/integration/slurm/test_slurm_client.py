@@ -85,7 +85,9 @@ def test_submit_adopt_refresh_logs_pause_resume_cancel(ws, client, submitted):
     wait_for(lambda: "sleeper started\n" in list(client.logs(handle)), 30, what="the first log line")
     with pytest.raises(ProviderError, match="writes no checkpoints"):  # it would lose its progress
         client.pause(handle)
-    assert client.pause(handle, force=True) is None  # requeued and held: no GPUs, starts over on resume
+    forced = client.pause(handle, force=True)
+    assert forced.step is None  # requeued and held: no GPUs, starts over on resume
+    assert "requeued and held (GPUs held: none)" in forced.how and "progress is lost" in forced.how
     paused = client.refresh([handle])[handle]
     assert (paused.phase, paused.engine_state, paused.restarts) == ("PAUSED", "PENDING", 1)
     assert "GPUs held: none" in paused.reason and not paused.nodes

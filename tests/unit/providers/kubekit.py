@@ -1,5 +1,6 @@
 """Helpers for the Kubernetes provider's unit tests: an inventory like the CI control plane's, jobs
-planned against it (pure), and Kubernetes' own `$(VAR)` expansion to read a container back."""
+planned against it (pure), and the manifest read back (the kubelet's `$(VAR)` expansion, to read a
+container's env and argv, is tests/kubelet.py: env_of, argv_of)."""
 from __future__ import annotations
 
 import io
@@ -112,45 +113,3 @@ def pod_specs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return [t["template"]["spec"] for t in spec["tasks"]]
     return []
 
-
-def k8s_expand(text: str, env: Mapping[str, str]) -> str:
-    """Kubernetes' expansion (third_party/forked/golang/expansion): `$$` → `$`, `$(NAME)` → its value
-    when defined (else as written), `$(` without `)` and `$x` as written."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] == "$" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "$":
-                out.append("$")
-                i += 2
-                continue
-            if nxt == "(":
-                j = text.find(")", i + 2)
-                if j != -1:
-                    name = text[i + 2:j]
-                    out.append(env[name] if name in env else f"$({name})")
-                    i = j + 1
-                    continue
-                out.append("$(")
-                i += 2
-                continue
-            out.append("$" + nxt)
-            i += 2
-            continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
-
-
-def run_env(container: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, str]:
-    """The container's environment as the kubelet builds it: in order, each value expanded with the
-    names above it; valueFrom entries from `sources` (by variable name)."""
-    env: dict[str, str] = {}
-    for e in container.get("env") or ():
-        env[e["name"]] = k8s_expand(e["value"], env) if "value" in e else sources.get(e["name"], "<" + e["name"] + ">")
-    return env
-
-
-def run_argv(container: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
-    return [k8s_expand(a, env) for a in [*container.get("command", ()), *container.get("args", ())]]

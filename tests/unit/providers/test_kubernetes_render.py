@@ -7,7 +7,8 @@ import json
 import pytest
 
 from hostile import HOSTILE, hostile_job
-from kubekit import GPU_JOB, documents, plan_one, pod_specs, run_argv, run_env
+from kubekit import GPU_JOB, documents, plan_one, pod_specs
+from kubelet import argv_of, env_of
 from jsctl.errors import ConfigError
 from jsctl.model.status import REQUEUE_EXIT_CODE
 
@@ -28,7 +29,7 @@ def test_the_launch_contract_reaches_every_pod(tmp_path, flavor):
     workload = docs[-1]
     job_id = c.job_id
     main = main_container(workload)
-    env = run_env(main, {"NODE_RANK": "2", "JETSTREAM_NODE_RANK": "2", "HF_TOKEN": "s3cret"})
+    env = env_of(main, {"NODE_RANK": "2", "JETSTREAM_NODE_RANK": "2", "HF_TOKEN": "s3cret"})
     assert env["JOB_ID"] == job_id and env["JETSTREAM_NNODES"] == "2" and env["JETSTREAM_GPUS_PER_NODE"] == "8"
     assert env["MASTER_PORT"] == "29500"
     assert env["MASTER_ADDR"].startswith(job_id + "-") and env["MASTER_ADDR"].endswith(".jsctl-ci.svc")
@@ -36,7 +37,7 @@ def test_the_launch_contract_reaches_every_pod(tmp_path, flavor):
     assert env["RUN_DIR"] == f"/shared/runs/{job_id}"
     assert env["LOG_FILE"] == f"/shared/runs/{job_id}/rank-2.log"  # names above it, in order
     assert env["JETSTREAM_CHECKPOINT_DIR"] == "/ckpt" and env["JETSTREAM_MOUNT_DATASET"] == "/in"
-    argv = run_argv(main, env)
+    argv = argv_of(main, env)
     assert argv[:3] == ["python", "-m", "jsruntime.launch"]
     assert argv[-5:] == ["train.py", "--out", f"/shared/runs/{job_id}", "--rank", "2"]
     assert f"--rdzv_endpoint={env['MASTER_ADDR']}:29500" in argv
@@ -78,12 +79,12 @@ def test_hostile_values_arrive_literally(tmp_path, flavor):
                       "  image: python:3.12\n")
     c = plan_one(tmp_path, job, flavor=flavor)
     main = main_container(documents(c)[-1])
-    env = run_env(main, {})
+    env = env_of(main, {})
     for i, value in enumerate(HOSTILE):
         assert env[f"V{i}"] == value
     assert env["RUNTIME"] == "nodes=1"
     assert env["LITERAL"] == "${HOME} stays"
-    argv = run_argv(main, env)
+    argv = argv_of(main, env)
     assert argv[-len(HOSTILE):] == HOSTILE
 
 
@@ -92,7 +93,7 @@ def test_pre_run_runs_in_an_init_container_on_the_first_pod(tmp_path):
     c = plan_one(tmp_path, job)
     spec = pod_specs(documents(c)[-1])[0]
     (init,) = spec["initContainers"]
-    argv = run_argv(init, run_env(init, {}))
+    argv = argv_of(init, env_of(init, {}))
     assert argv[:2] == ["/bin/sh", "-c"]
     assert argv[4:] == ["sh", "-c", 'printf "%s" "$0" > pre.txt', "it's $(touch PWNED_pre); `id`"]
     assert '"${NODE_RANK:-0}" != 0' in argv[2]
@@ -164,7 +165,7 @@ def test_jobset_writes_what_its_webhook_would_default(tmp_path):
     assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["node"]}
     assert spec["startupPolicy"] == {"startupPolicyOrder": "AnyOrder"}
     assert spec["failurePolicy"]["maxRestarts"] == 2
-    env = run_env(main_container(js), {})
+    env = env_of(main_container(js), {})
     assert env["MASTER_ADDR"] == f"{c.job_id}-node-0-0.{c.job_id}.jsctl-ci.svc"
 
 
@@ -185,7 +186,7 @@ def test_a_deepspeed_plan_mounts_its_config_from_a_config_map(tmp_path):
     cm, _, workload = documents(c)
     assert cm["kind"] == "ConfigMap" and cm["metadata"]["name"] == f"{c.job_id}-deepspeed"
     assert json.loads(cm["data"]["deepspeed_config.json"])
-    env = run_env(main_container(workload), {})
+    env = env_of(main_container(workload), {})
     assert env["JETSTREAM_DEEPSPEED_CONFIG"] == "/etc/jsctl/deepspeed/deepspeed_config.json"
     assert c.artifact.request.objects[0] == {"api_version": "v1", "kind": "ConfigMap", "name": cm["metadata"]["name"]}
 
@@ -237,8 +238,8 @@ def test_jobset_runs_post_success_hooks_after_the_training(tmp_path):
                                                        "targetReplicatedJobs": ["post-success"]}
     pod = post["template"]["spec"]["template"]["spec"]
     (first,), (last,) = pod["initContainers"], pod["containers"]
-    env = run_env(first, {})
-    assert run_argv(first, env) == ["python", "export.py", f"/shared/runs/{c.job_id}"]
-    assert run_argv(last, env) == ["echo", "done"] and "resources" not in last
+    env = env_of(first, {})
+    assert argv_of(first, env) == ["python", "export.py", f"/shared/runs/{c.job_id}"]
+    assert argv_of(last, env) == ["echo", "done"] and "resources" not in last
     other = plan_one(tmp_path, job, flavor="job")
     assert any("not run on Kubernetes (job): post_success" in n for n in other.artifact.notes)

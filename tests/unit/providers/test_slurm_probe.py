@@ -177,13 +177,15 @@ def running(script=CKPT_SCRIPT, checkpoints_on_signal=True):
 def test_pause_checkpoints_then_requeues_the_job_held():
     c = running()
     h = JobHandle("slurm", "ci", "1")
-    assert c.pause(h, timeout_s=5) == 42  # the new preemption exit, not the earlier one
+    done = c.pause(h, timeout_s=5)
+    assert done.step == 42  # the new preemption exit, not the earlier one
+    assert "held, in the queue (GPUs held: none)" in done.how and "SIGSTOP" not in done.how
     argvs = [call[0] for call in c.runner.calls]
     assert ("scancel", "--batch", "--signal=USR1", "1") in argvs and ("scontrol", "requeuehold", "1") in argvs
     live = c.refresh([h])[h]
     assert (live.phase, live.step, live.started_at, live.nodes) == ("PAUSED", 42, None, ())
     assert "PAUSED at checkpoint step 42" in live.reason and "GPUs held: none" in live.reason
-    assert c.pause(h) == 42  # already paused
+    assert c.pause(h).step == 42  # already paused
 
 
 def test_pause_refuses_a_job_without_checkpoints_and_keeps_one_that_does_not_checkpoint_in_time():

@@ -1,4 +1,7 @@
-"""The kubelet's part, played on this machine for tests on kwok's fake nodes (which run no container).
+"""The kubelet's part, played here: one copy of Kubernetes' `$(VAR)` expansion and of how the kubelet
+builds a container's environment and argv, for the unit tests (a rendered container, no apiserver)
+and the integration and contract tests (a Pod read back from the apiserver, on kwok's fake nodes,
+which run no container).
 
 kwok moves pods through their phases, but no process ever starts, so nothing a job would write or
 see exists. For tests that need what the container would see (its argv and environment), this
@@ -8,6 +11,9 @@ fieldRef to the pod's metadata and spec) in order, expands `$(VAR)` references a
 (an exact port of k8s.io/kubernetes/third_party/forked/golang/expansion), and expands command and
 args the same way. `run_container` then runs that command with that env here: the image is ignored,
 so the command must exist on this machine (the contract suite's dump job runs sys.executable).
+
+Without a Pod (unit tests), `env_of(container, sources)` resolves valueFrom entries by variable name
+from `sources` and `argv_of(container, env)` expands command and args: the same code path.
 """
 from __future__ import annotations
 
@@ -18,6 +24,13 @@ from typing import Any, Callable, Mapping
 
 OPERATOR, OPENER, CLOSER = ord("$"), ord("("), ord(")")
 
+# valueFrom resolution: (variable name, its valueFrom mapping) -> the value
+ValueFrom = Callable[[str, Mapping[str, Any]], str]
+# a Secret or ConfigMap of the pod's namespace: (kind, name) -> the object
+Read = Callable[[str, str], Mapping[str, Any]]
+
+
+# ---- expansion (exact port) ------------------------------------------------------------------------------------
 
 def _try_read_variable_name(data: bytes) -> tuple[bytes, bool, int]:
     """tryReadVariableName: (bytes read, is a variable name, bytes consumed after the `$`)."""
@@ -62,6 +75,46 @@ def mapping_for(*contexts: Mapping[str, str]) -> Callable[[str], str]:
     return lookup
 
 
+# ---- env and argv of one container -----------------------------------------------------------------------------
+
+def resolve_env(spec: Mapping[str, Any], value_from: ValueFrom, read: Read | None = None) -> dict[str, str]:
+    """makeEnvironmentVariables for one container spec: envFrom first (needs `read`), then env in order,
+    each literal value expanded against what is defined so far, each valueFrom entry by `value_from`.
+    Service link variables are left out."""
+    env: dict[str, str] = {}
+    for source in spec.get("envFrom") or ():
+        if read is None:
+            raise ValueError("envFrom needs a reader of Secrets and ConfigMaps")
+        prefix = source.get("prefix", "")
+        if "secretRef" in source:
+            data = {k: base64.b64decode(v).decode("utf-8") for k, v in
+                    (read("Secret", source["secretRef"]["name"]).get("data") or {}).items()}
+        else:
+            data = dict(read("ConfigMap", source["configMapRef"]["name"]).get("data") or {})
+        env.update({prefix + k: v for k, v in data.items()})
+    for var in spec.get("env") or ():
+        name = var["name"]
+        if "valueFrom" in var:
+            env[name] = value_from(name, var["valueFrom"])
+        else:
+            env[name] = expand(var.get("value", ""), mapping_for(env))
+    return env
+
+
+def argv_of(spec: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
+    """command + args of one container spec, `$(VAR)` expanded against its env."""
+    lookup = mapping_for(env)
+    return [expand(a, lookup) for a in [*(spec.get("command") or ()), *(spec.get("args") or ())]]
+
+
+def env_of(spec: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, str]:
+    """A rendered container's env without a Pod or an apiserver: each valueFrom entry is
+    `sources[name]`, or `<NAME>` when not given."""
+    return resolve_env(spec, lambda name, _src: sources.get(name, "<" + name + ">"))
+
+
+# ---- a Pod as the apiserver holds it ---------------------------------------------------------------------------
+
 def _field(pod: Mapping[str, Any], path: str) -> str:
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     for prefix, source in (("metadata.labels", meta.get("labels") or {}),
@@ -77,44 +130,30 @@ def _field(pod: Mapping[str, Any], path: str) -> str:
     return str(simple[path] or "")
 
 
-def container_env(pod: Mapping[str, Any], read: Callable[[str, str], Mapping[str, Any]],
-                  container: int = 0) -> dict[str, str]:
-    """The environment the kubelet gives the container (makeEnvironmentVariables): envFrom first, then
-    env in order, each literal value expanded against what is defined so far. Service link variables
-    are left out. `read(kind, name)` returns a Secret or ConfigMap of the pod's namespace."""
+def container_env(pod: Mapping[str, Any], read: Read, container: int = 0) -> dict[str, str]:
+    """The environment the kubelet gives the pod's container: secretKeyRef and configMapKeyRef through
+    `read(kind, name)` (a Secret or ConfigMap of the pod's namespace), fieldRef from the pod,
+    resourceFieldRef from the container's resources."""
     spec = pod["spec"]["containers"][container]
-    env: dict[str, str] = {}
-    for source in spec.get("envFrom") or ():
-        prefix = source.get("prefix", "")
-        if "secretRef" in source:
-            data = {k: base64.b64decode(v).decode("utf-8") for k, v in
-                    (read("Secret", source["secretRef"]["name"]).get("data") or {}).items()}
-        else:
-            data = dict(read("ConfigMap", source["configMapRef"]["name"]).get("data") or {})
-        env.update({prefix + k: v for k, v in data.items()})
-    for var in spec.get("env") or ():
-        name = var["name"]
-        if "valueFrom" not in var:
-            env[name] = expand(var.get("value", ""), mapping_for(env))
-            continue
-        src = var["valueFrom"]
+
+    def value_from(name: str, src: Mapping[str, Any]) -> str:
         if "secretKeyRef" in src:
             ref = src["secretKeyRef"]
             data = read("Secret", ref["name"]).get("data") or {}
-            env[name] = base64.b64decode(data[ref["key"]]).decode("utf-8")
-        elif "configMapKeyRef" in src:
+            return base64.b64decode(data[ref["key"]]).decode("utf-8")
+        if "configMapKeyRef" in src:
             ref = src["configMapKeyRef"]
-            env[name] = str((read("ConfigMap", ref["name"]).get("data") or {})[ref["key"]])
-        elif "fieldRef" in src:
-            env[name] = _field(pod, src["fieldRef"]["fieldPath"])
-        elif "resourceFieldRef" in src:
+            return str((read("ConfigMap", ref["name"]).get("data") or {})[ref["key"]])
+        if "fieldRef" in src:
+            return _field(pod, src["fieldRef"]["fieldPath"])
+        if "resourceFieldRef" in src:
             ref = src["resourceFieldRef"]
             res = spec.get("resources") or {}
             kind, _, what = ref["resource"].partition(".")
-            env[name] = str((res.get(kind) or {}).get(what, "0"))
-        else:
-            raise ValueError(f"env {name}: valueFrom {sorted(src)} is not supported by this emulation")
-    return env
+            return str((res.get(kind) or {}).get(what, "0"))
+        raise ValueError(f"env {name}: valueFrom {sorted(src)} is not supported by this emulation")
+
+    return resolve_env(spec, value_from, read)
 
 
 def container_argv(pod: Mapping[str, Any], env: Mapping[str, str], container: int = 0) -> list[str]:
@@ -123,12 +162,11 @@ def container_argv(pod: Mapping[str, Any], env: Mapping[str, str], container: in
     spec = pod["spec"]["containers"][container]
     if not spec.get("command"):
         raise ValueError(f"pod {pod['metadata']['name']}: no command (the image's entrypoint is not known here)")
-    lookup = mapping_for(env)
-    return [expand(a, lookup) for a in [*spec["command"], *(spec.get("args") or ())]]
+    return argv_of(spec, env)
 
 
-def run_container(pod: Mapping[str, Any], read: Callable[[str, str], Mapping[str, Any]], cwd: str,
-                  timeout: float = 60, container: int = 0) -> subprocess.CompletedProcess:
+def run_container(pod: Mapping[str, Any], read: Read, cwd: str, timeout: float = 60,
+                  container: int = 0) -> subprocess.CompletedProcess:
     """Run the pod's container command here (image ignored), with the environment the kubelet would
     give it plus PATH and HOME of this machine, in `cwd` (the container's workingDir is not made)."""
     env = container_env(pod, read, container)
