@@ -58,3 +58,17 @@ class CapabilityError(ProviderError):
 class UsageError(JsctlError):
     """The command line asks for something that cannot be done (unknown job, no terminal ...). Exits 1
     like every error: 2 means "changes present" under `plan --detailed-exitcode`."""
+
+
+# the SDK a built-in provider's client imports (its top-level package) → the jsctl extra that installs it
+SDK_EXTRAS = {"kubernetes": "k8s", "boto3": "aws", "botocore": "aws", "google": "gcp", "azure": "azure"}
+
+
+def missing_sdk(exc: ModuleNotFoundError) -> ProviderError | None:
+    """A clear error for a provider client whose SDK is not installed (None: some other module)."""
+    top = (exc.name or "").split(".")[0]
+    extra = SDK_EXTRAS.get(top)
+    if extra is None:
+        return None
+    return ProviderError(f"this needs the Python package '{exc.name}', which is not installed",
+                         hint=f"pip install 'jsctl[{extra}]'")

@@ -83,6 +83,13 @@ class JsctlGroup(click.Group):
         except Exception as exc:  # a bug in jsctl: say so plainly
             if (ctx.obj or {}).get("debug"):
                 raise
+            if isinstance(exc, ModuleNotFoundError):  # a provider's SDK that is not installed: an extra says how
+                from jsctl.errors import missing_sdk
+
+                error = missing_sdk(exc)
+                if error is not None:
+                    report(error)
+                    ctx.exit(error.exit_code)
             click.echo(f"Error: internal error: {type(exc).__name__}: {exc}", err=True)
             click.echo("  This is a bug in jsctl; run again with --debug for the traceback.", err=True)
             ctx.exit(70)
@@ -123,9 +130,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from jsctl.cli import config_cmds, job_cmds, plan_cmds, report_cmds
+    from jsctl.cli import config_cmds, job_cmds, plan_cmds, report_cmds, state_cmds
 
-    for module in (config_cmds, plan_cmds, job_cmds, report_cmds):
+    for module in (config_cmds, plan_cmds, job_cmds, report_cmds, state_cmds):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -172,6 +172,7 @@ class Built:
     artifact: RenderedArtifact | None = None
     advice: StrategyAdvice | None = None
     review: advisor.Review | None = None  # the advisor on a strategy the job names: an error, warnings
+    warnings: tuple[str, ...] = ()  # the provider's (validate) about this job
 
 
 def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: PlanInputs, offers: list[Offer],
@@ -205,6 +206,8 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
             if built is None:
                 return None
     spec, p, ctx, advice = built.spec, built.result.placement, built.ctx, built.advice
+    if advisories is not None:
+        advisories.extend(("warning", f"{source.address}: {w}") for w in built.warnings)
     if built.review is not None and advisories is not None:
         advisories.extend(("warning", w) for w in built.review.warnings)
         if built.review.error:
@@ -270,7 +273,8 @@ def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInp
         diags.append(error("P002", f"{result.placement.provider}: cannot render {source.address}: {exc.message}",
                            spec.file, hint=exc.hint))
         return None
-    return Built(spec, result, ctx, artifact, advice, review)
+    return Built(spec, result, ctx, artifact, advice, review,
+                 tuple(d.message for d in problems if d.severity == "warning"))
 
 
 def _review(address: str, spec: JobSpec, shape: memory.ModelShape | None, result: PlacementResult) -> advisor.Review:

@@ -32,7 +32,7 @@ def test_extras_are_read_from_the_installed_distribution():
     assert workspace.jsctl_extras() == sorted(metadata("jsctl").get_all("Provides-Extra") or [])
 
 
-@pytest.mark.parametrize("name", ["slurmm", "aws-batch"])
+@pytest.mark.parametrize("name", ["slurmm", "runai-jobs"])
 def test_no_extra_that_does_not_exist_is_named(write, name):
     extras = workspace.jsctl_extras()
     for message, hint in ((_registry_error(name).message, _registry_error(name).hint),
@@ -50,5 +50,5 @@ def test_no_extra_that_does_not_exist_is_named(write, name):
 
 def test_an_extra_named_after_the_provider_is_suggested_when_it_exists(monkeypatch, write):
     monkeypatch.setattr(workspace, "jsctl_extras", lambda: ["aws", "runtime"])
-    assert "pip install 'jsctl[aws]'" in _registry_error("aws-batch").hint
-    assert "pip install 'jsctl[aws]'" in _ws02(write, "aws-batch").hint
+    assert "pip install 'jsctl[aws]'" in _registry_error("aws-sagemaker").hint
+    assert "pip install 'jsctl[aws]'" in _ws02(write, "aws-sagemaker").hint

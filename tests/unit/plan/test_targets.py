@@ -69,3 +69,19 @@ def test_compute_target_may_name_a_pool(tmp_path):
                              files=(str(tmp_path / "j.yaml"),)))
     assert "is not a cluster of this workspace" not in str(caught.value)
     assert "cannot be placed" in str(caught.value), caught.value
+
+
+def test_a_providers_warnings_about_a_job_reach_the_plan(tmp_path):
+    """validate() warnings (here: Kubernetes' job flavor does not run post_success) are printed with
+    the plan, naming the job; only its errors stop it."""
+    (tmp_path / "jsctl.yaml").write_text(
+        "version: jetstream.v1\nclusters:\n  - name: k\n    provider: kubernetes\n    namespace: ns\n"
+        "    pools: [{name: cpu, nodes: 1, cpus_per_node: 4, memory_per_node: 8Gi}]\n")
+    (tmp_path / "j.yaml").write_text(
+        "version: jetstream.v1\njob: {name: j}\nenvironment: {image: busybox}\n"
+        "lifecycle:\n  command: [\"true\"]\n  post_success:\n    - command: [echo, done]\n")
+    sources, _ = load_sources([str(tmp_path / "j.yaml")], Variables({}))
+    plan = make_plan(PlanInputs(sources, State(), workspace.load(str(tmp_path / "jsctl.yaml")),
+                                files=(str(tmp_path / "j.yaml"),)))
+    assert [c.action for c in plan.changes] == ["create"]
+    assert any(w.startswith("job.j: ") and "post_success" in w for w in plan.warnings), plan.warnings
