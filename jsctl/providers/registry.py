@@ -12,7 +12,10 @@ if TYPE_CHECKING:
     from jsctl.config.workspace import Workspace
 
 BUILTIN = {"local": "jsctl.providers.local:LocalProvider", "slurm": "jsctl.providers.slurm:SlurmProvider",
-           "kubernetes": "jsctl.providers.kubernetes:KubernetesProvider"}
+           "kubernetes": "jsctl.providers.kubernetes:KubernetesProvider",
+           "aws-batch": "jsctl.providers.aws_batch:AwsBatchProvider",
+           "gcp-batch": "jsctl.providers.gcp_batch:GcpBatchProvider",
+           "azure-ml": "jsctl.providers.azure_ml:AzureMlProvider"}
 
 
 @functools.lru_cache(maxsize=None)
