@@ -19,7 +19,7 @@ from jsctl.plan import dag
 from jsctl.plan.model import Plan, ResourceChange
 from jsctl.providers import registry
 from jsctl.providers.base import ProviderClient
-from jsctl.state.store import StateStore
+from jsctl.state.backend import StateBackend as StateStore
 
 
 # ---- events -----------------------------------------------------------------------------------------
@@ -158,7 +158,7 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
     if not plan.has_changes:
         return ApplyResult()
     state = store.read()
-    check_fresh(plan, state, os.path.exists(store.path))
+    check_fresh(plan, state, store.exists_at_read)
     secrets = secret_values(plan)
     clients = registry.Clients(workspace)
     result = ApplyResult()

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q torch==2.13.0 numpy   # exactly this: an unpinned torch pulls a multi-GB CUDA build
-python -m pip install -q -e '.[runtime,test,k8s]'
+python -m pip install -q -e '.[runtime,test,k8s,aws,gcp,azure]'
 python -m pip install -q -e tests/providers/jsctl-testcloud   # the out-of-tree provider the contract suite runs
 down=()   # the engines this script started, stopped on exit
 trap 'for e in "${down[@]}"; do bash "scripts/$e-up.sh" down || true; done' EXIT

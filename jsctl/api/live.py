@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from jsctl.model.cluster import Facts
     from jsctl.model.state import State
     from jsctl.model.status import LiveStatus
-    from jsctl.state.store import StateStore
+    from jsctl.state.backend import StateBackend
 
 Echo = Callable[[str], None]  # where warnings go (the CLI: stderr)
 
@@ -22,17 +22,16 @@ def open_workspace(path: str | None = None) -> Workspace:
                                  for name in registry.names()})
 
 
-def store_for(ws: Workspace) -> StateStore:
-    from jsctl.state.store import StateStore
+def store_for(ws: Workspace) -> StateBackend:
+    """The workspace's state backend (`state:` of jsctl.yaml: the local file, or S3)."""
+    from jsctl.state.factory import backend_for
 
-    return StateStore(ws.state_path)
+    return backend_for(ws.state_settings)
 
 
 def force_unlock(ws: Workspace, lock_id: str) -> dict:
     """Remove the state lock `lock_id` left by a process that is gone; the holder's lock info."""
-    from jsctl.state.lock import force_unlock as unlock
-
-    return unlock(store_for(ws).lock_path, lock_id)
+    return store_for(ws).force_unlock(lock_id)
 
 
 DEFAULT_TIMEOUT_S = 5.0

@@ -59,14 +59,17 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | No
     """Refresh, then plan: what apply would do for these files against state. Every cluster is
     probed and refreshed at once, each given `probe_timeout_s` (live.probe_timeout()) to answer;
     `refresh=False` asks no cluster: the plan is made from state and the inventory alone."""
-    import os
 
     from jsctl.errors import ConfigError, PlanError
     from jsctl.plan.planner import PlanInputs, make_plan, runtime_names
 
     ws = ws or open_workspace()
     store = store_for(ws)
-    state = state if state is not None else store.read()
+    if state is None:
+        state = store.read()
+        state_exists = store.exists_at_read
+    else:
+        state_exists = store.exists()
     sources, diags = load_sources(paths, vars or Variables({}), runtime_names())
     unused_vars = unused(vars or Variables({}), sources.texts().values(), runtime_names())
     if has_errors(diags):
@@ -93,7 +96,7 @@ def plan(paths: Sequence[str], vars: Variables | None = None, ws: Workspace | No
         from jsctl.plan import catalog
 
         result = make_plan(PlanInputs(sources, state, ws, facts, live, tuple(targets), destroy,
-                                      os.path.exists(store.path), tuple(paths), catalog.load(ws.catalog),
+                                      state_exists, tuple(paths), catalog.load(ws.catalog),
                                       duration_s, max_cost))
     except ConfigError as exc:
         _say(echo, said)

@@ -24,6 +24,32 @@ SchemaSource = Union[Mapping[str, Any], Callable[[], Mapping[str, Any]]]
 
 
 @dataclass(frozen=True)
+class StateSettings:
+    """`state:` of jsctl.yaml: the local file (`path`, absolute here) or an S3 object."""
+
+    backend: str = "local"
+    path: str | None = None
+    bucket: str | None = None
+    key: str | None = None
+    region: str | None = None
+    endpoint_url: str | None = None
+
+
+S3_ONLY = ("bucket", "key", "region", "endpoint_url")
+
+
+def state_settings(state: Mapping[str, Any], base: str) -> tuple[StateSettings, list[str]]:
+    """The settings of a `state:` mapping (paths relative to `base`), and the keys that do not belong
+    to its backend."""
+    backend = state.get("backend", "local")
+    if backend == "s3":
+        return (StateSettings("s3", None, state.get("bucket"), state.get("key"), state.get("region"),
+                              state.get("endpoint_url")), ["path"] if "path" in state else [])
+    path = os.path.join(base, state.get("path", os.path.join(".jsctl", "state.json")))
+    return StateSettings("local", path), [k for k in S3_ONLY if k in state]
+
+
+@dataclass(frozen=True)
 class Workspace:
     dir: str  # absolute; relative paths in jsctl.yaml resolve here
     file: str | None  # None = the embedded default
@@ -32,6 +58,11 @@ class Workspace:
     catalog: str | None = None
     budget: float | None = None
     prefer: tuple[str, ...] = ()
+    state: StateSettings | None = None  # None: the local file at state_path
+
+    @property
+    def state_settings(self) -> StateSettings:
+        return self.state or StateSettings("local", self.state_path)
 
     def cluster(self, name: str) -> Cluster | None:
         return next((c for c in self.clusters if c.name == name), None)
@@ -77,10 +108,16 @@ def load(path: str | None = None, providers: Mapping[str, SchemaSource] | None =
     if not clusters:
         clusters.append(Cluster(DEFAULT_PROVIDER, DEFAULT_PROVIDER, {}))
     state = data.get("state") or {}
-    state_path = os.path.join(base, state.get("path", os.path.join(".jsctl", "state.json")))
+    settings, stray = state_settings(state, base)
+    if stray:
+        p = doc.where(("state", stray[0]), key=True)
+        raise ConfigError([error("WS04", f"'{stray[0]}' is not a setting of the {settings.backend} state backend",
+                                 path, p.line, p.col,
+                                 hint="backend local takes path; backend s3 takes bucket, key, region, endpoint_url")])
+    state_path = settings.path or os.path.join(base, ".jsctl", "state.json")
     catalog = os.path.join(base, data["catalog"]) if data.get("catalog") else None
     return Workspace(base, os.path.abspath(path), tuple(clusters), state_path, catalog, data.get("budget"),
-                     tuple(data.get("prefer") or ()))
+                     tuple(data.get("prefer") or ()), settings)
 
 
 def jsctl_extras() -> list[str]:

@@ -18,8 +18,7 @@ from jsctl import __version__
 from jsctl.errors import StateError, StateLockedError
 from jsctl.files import write_json
 
-LEASE_S = 60.0
-HEARTBEAT_S = 15.0
+from jsctl.state.backend import lease_seconds
 
 
 def _now() -> float:
@@ -40,7 +39,8 @@ def read_info(lock_path: str) -> dict | None:
         return {"ID": "?", "Operation": "?", "Who": "?", "Created": "?", "Path": lock_path, "expires": 0}
 
 
-def _alive(info: dict) -> bool:
+def alive(info: dict) -> bool:
+    """The holder may still be working: its lease has not expired, and (on this host) its pid exists."""
     if info.get("expires", 0) < _now():
         return False
     if info.get("host") == socket.gethostname() and info.get("pid"):
@@ -68,11 +68,16 @@ class StateLock:
         self.id = str(uuid.uuid4())
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.lease_s = lease_seconds()
+        self.took_over: dict | None = None  # the previous holder's info, when an expired lease was taken over
+
+    def info(self) -> dict:
+        return display(self._info())
 
     def _info(self) -> dict:
         return {"ID": self.id, "Operation": self.operation, "Who": f"{getpass.getuser()}@{socket.gethostname()}",
                 "Version": __version__, "Created": _fmt(self._created), "Path": self.path,
-                "host": socket.gethostname(), "pid": os.getpid(), "expires": _now() + LEASE_S}
+                "host": socket.gethostname(), "pid": os.getpid(), "expires": _now() + self.lease_s}
 
     def _create(self) -> bool:
         try:
@@ -85,7 +90,8 @@ class StateLock:
             os.fsync(fh.fileno())
         return True
 
-    def acquire(self, timeout: float = 0.0, on_wait: Callable[[dict], None] | None = None) -> "StateLock":
+    def acquire(self, timeout: float = 0.0, on_wait: Callable[[dict], None] | None = None,
+                on_takeover: Callable[[dict], None] | None = None) -> "StateLock":
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         self._created = _now()
         deadline = _now() + timeout
@@ -96,13 +102,16 @@ class StateLock:
             info = read_info(self.path)
             if info is None:
                 continue
-            if not _alive(info):
+            if not alive(info):
                 stale = f"{self.path}.stale-{uuid.uuid4().hex[:8]}"
                 try:
                     os.rename(self.path, stale)  # atomic: only one taker wins
                     os.unlink(stale)
                 except FileNotFoundError:
-                    pass
+                    continue
+                self.took_over = display(info)
+                if on_takeover:
+                    on_takeover(self.took_over)
                 continue
             if _now() >= deadline:
                 raise StateLockedError("the state is locked by another operation", display(info),
@@ -117,7 +126,7 @@ class StateLock:
         return self
 
     def _heartbeat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
+        while not self._stop.wait(self.lease_s / 4):
             try:
                 info = read_info(self.path)
                 if not info or info.get("ID") != self.id:

@@ -48,6 +48,8 @@ class Harness:
     cluster = ""
     timeout = 60.0  # seconds a small job may take to finish
     labels_variable: str | None = None  # where the engine hands the job its labels (JSON), if it does
+    image: str | None = None  # the image a job names where the engine needs one (engines here never pull it)
+    long_label: tuple[str, str] | None = None  # a label that keeps an emulated job running (for jobs that sleep)
 
     def __init__(self, ws: Path) -> None:
         self.ws = ws
@@ -74,14 +76,19 @@ class Harness:
             secrets: tuple[str, ...] = (), labels: dict | None = None, compute: str | None = None,
             extra: str = "") -> str:
         """A job file: `command` (exec form), env values and labels written as JSON strings; `compute`
-        replaces the compute section, `extra` adds top-level sections (strategy: ...)."""
+        replaces the compute section, `extra` adds top-level sections (strategy: ...). With `image`, the
+        job names it; with `long_label`, a job that sleeps carries it."""
+        if self.long_label and any("sleep" in word for word in command):
+            labels = {self.long_label[0]: self.long_label[1], **(labels or {})}
         text = f"version: jetstream.v1\njob:\n  name: {name}\n"
         if labels:
             text += "  labels:\n" + "".join(f"    {k}: {yaml_str(v)}\n" for k, v in labels.items())
         text += compute if compute is not None else self.compute(gpus)
         text += extra
-        if env or secrets:
+        if env or secrets or self.image:
             text += "environment:\n"
+            if self.image:
+                text += f"  image: {self.image}\n"
             if env:
                 text += "  env_vars:\n" + "".join(f"    {k}: {yaml_str(v)}\n" for k, v in env.items())
             if secrets:
@@ -257,6 +264,8 @@ class KubernetesHarness(Harness):
     provider = "kubernetes"
     cluster = "k8s"
     timeout = 60.0
+    image = "python:3.11-slim"  # never pulled: kwok starts nothing
+    long_label = ("kwok-run", "long")
     logs_unavailable = ("kwok's fake nodes run no container: `kubectl logs` answers kwok's fixed line, not what "
                         "the job printed")
     runs_no_processes = "kwok's fake nodes run no container (emulate_node plays one pod's part, not a group's)"
@@ -278,19 +287,6 @@ class KubernetesHarness(Harness):
     def setup(self) -> None:
         super().setup()
         _k8sci().kubectl("create", "namespace", self.namespace, namespace=None)
-
-    def job(self, name: str, command: list[str], gpus: bool = False, env: dict | None = None,
-            secrets: tuple[str, ...] = (), labels: dict | None = None, compute: str | None = None,
-            extra: str = "") -> str:
-        """As Harness.job, with the image a Kubernetes job needs (never pulled: kwok starts nothing)."""
-        text = super().job(name, command, gpus, env, secrets, labels, compute, extra)
-        image = "  image: python:3.11-slim\n"
-        if "\nenvironment:\n" in text:
-            return text.replace("\nenvironment:\n", "\nenvironment:\n" + image, 1)
-        return text.replace("\nlifecycle:\n", "\nenvironment:\n" + image + "lifecycle:\n", 1)
-
-    def sleeper(self, name: str) -> str:
-        return self.job(name, ["sleep", "60"], labels={"kwok-run": "long"})
 
     def _api(self):
         return self.client().api()

@@ -36,6 +36,8 @@ class AwsBatchHarness(Harness):
     provider = "aws-batch"
     cluster = "aws"
     timeout = 30.0
+    image = "python:3.11-slim"  # never pulled: the stand-in runs nothing
+    long_label = ("moto-run", "long")
     logs_unavailable = ("moto's simple mode runs no container and writes no CloudWatch Logs events: the sleeper's "
                         "output exists nowhere (test_aws_batch_cli.py reads a stream written as awslogs would)")
     runs_no_processes = ("moto's simple mode runs no container (emulate_node runs the nodes one after another, so "
@@ -47,18 +49,6 @@ class AwsBatchHarness(Harness):
 
     def inventory(self) -> str:
         return self.server.inventory()
-
-    def job(self, name: str, command: list[str], gpus: bool = False, env: dict | None = None,
-            secrets: tuple[str, ...] = (), labels: dict | None = None, compute: str | None = None,
-            extra: str = "") -> str:
-        """As Harness.job, with the image an AWS Batch job needs (never pulled: moto runs nothing)."""
-        if any("sleep" in word.split() or word.startswith("sleep ") or "; sleep" in word for word in command):
-            labels = {**(labels or {}), "moto-run": "long"}
-        text = super().job(name, command, gpus, env, secrets, labels, compute, extra)
-        image = "  image: python:3.11-slim\n"
-        if "\nenvironment:\n" in text:
-            return text.replace("\nenvironment:\n", "\nenvironment:\n" + image, 1)
-        return text.replace("\nlifecycle:\n", "\nenvironment:\n" + image + "lifecycle:\n", 1)
 
     def emulate_node(self, handle: JobHandle) -> None:
         for res in awsci.run_container(self.server, handle.id, str(self.ws), timeout=self.timeout):

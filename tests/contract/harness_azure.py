@@ -57,6 +57,8 @@ class AzureMlHarness(Harness):
     provider = "azure-ml"
     cluster = "aml"
     timeout = 30.0
+    image = "python:3.11-slim"  # never pulled: the stand-in runs nothing
+    long_label = ("fakeaml.run", "long")
     logs_unavailable = ("the fake Azure ML service runs no process: run history's log files say so instead of "
                         "what the job printed")
     runs_no_processes = "the fake Azure ML service runs no process (emulate_node plays node 0's part, not a group's)"
@@ -67,19 +69,6 @@ class AzureMlHarness(Harness):
 
     def inventory(self) -> str:
         return inventory(fake().url, self.workspace)
-
-    def job(self, name: str, command: list[str], gpus: bool = False, env: dict | None = None,
-            secrets: tuple[str, ...] = (), labels: dict | None = None, compute: str | None = None,
-            extra: str = "") -> str:
-        """As Harness.job, with the image an Azure ML job needs (never pulled), and the fake's tag for a
-        job that sleeps (it stays Running until cancelled)."""
-        if any("sleep" in a for a in command):
-            labels = {**(labels or {}), "fakeaml.run": "long"}
-        text = super().job(name, command, gpus, env, secrets, labels, compute, extra)
-        image = "  image: python:3.11-slim\n"
-        if "\nenvironment:\n" in text:
-            return text.replace("\nenvironment:\n", "\nenvironment:\n" + image, 1)
-        return text.replace("\nlifecycle:\n", "\nenvironment:\n" + image + "lifecycle:\n", 1)
 
     def _job(self, name: str) -> dict | None:
         return fake().jobs.get((self.workspace, name))

@@ -44,6 +44,8 @@ class GcpBatchHarness(Harness):
     provider = "gcp-batch"
     cluster = "gcp"
     timeout = 30.0
+    image = "python:3.11-slim"  # never pulled: the stand-in runs nothing
+    long_label = ("fake-run", "long")
     logs_unavailable = ("the local Batch stand-in runs no task: Cloud Logging answers with its state-change entries, "
                         "not what the job printed")
     runs_no_processes = "the local Batch stand-in runs no task (emulate_node plays task 0's part, not a group's)"
@@ -67,19 +69,6 @@ class GcpBatchHarness(Harness):
     def multinode_compute(self) -> str:
         return ("compute:\n  resources:\n    gpu:\n      type: a100-40gb\n      count: 2\n      per_node: 1\n"
                 "  time_limit: 10m\n")
-
-    def job(self, name: str, command: list[str], gpus: bool = False, env: dict | None = None,
-            secrets: tuple[str, ...] = (), labels: dict | None = None, compute: str | None = None,
-            extra: str = "") -> str:
-        """As Harness.job, with the image a Batch container runnable needs (never pulled here)."""
-        text = super().job(name, command, gpus, env, secrets, labels, compute, extra)
-        image = "  image: python:3.11-slim\n"
-        if "\nenvironment:\n" in text:
-            return text.replace("\nenvironment:\n", "\nenvironment:\n" + image, 1)
-        return text.replace("\nlifecycle:\n", "\nenvironment:\n" + image + "lifecycle:\n", 1)
-
-    def sleeper(self, name: str) -> str:
-        return self.job(name, ["sleep", "60"], labels={"fake-run": "long"})
 
     def _job(self, name: str) -> fakebatch.fakestate.FakeJob:
         job = fake().jobs.get(name)
