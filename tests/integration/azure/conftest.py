@@ -9,8 +9,8 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
 
+from amlkit import EXAMPLES  # noqa: E402
 from fakeaml import FakeAml  # noqa: E402
 
 
@@ -41,22 +41,3 @@ def client(ws):
     from jsctl.providers import registry
 
     return registry.get("azure-ml").client(workspace.load(str(ws / "jsctl.yaml")).cluster("aml"), str(ws))
-
-
-def job_file(ws, name: str, command: str = "['python', '-c', 'print(1)']", extra: str = "",
-             labels: str = "") -> str:
-    """A one-GPU job on the fake's a100-single compute."""
-    path = ws / f"{name}.yaml"
-    path.write_text(f"""version: jetstream.v1
-job:
-  name: {name}
-{labels}compute:
-  resources:
-    gpu: {{type: a100-80gb, count: 1}}
-  time_limit: 10m
-environment:
-  image: python:3.11-slim
-{extra}lifecycle:
-  command: {command}
-""", encoding="utf-8")
-    return str(path)

@@ -9,7 +9,7 @@ import secrets as pysecrets
 import sys
 
 from amlnode import run_node
-from conftest import EXAMPLES, job_file
+from amlkit import EXAMPLES, job_file
 from hostile import HOSTILE
 
 PIPELINE = os.path.join(EXAMPLES, "pipeline.yaml")

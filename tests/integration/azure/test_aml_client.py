@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import job_file
+from amlkit import job_file
 from jsctl.errors import ProviderError
 from jsctl.model.status import JobHandle
 from jsctl.plan import planfile

@@ -23,7 +23,7 @@ def test_mlclient_sends_the_job_jsctl_sends(jsctl, ws, fake):
         def get_token_info(self, *scopes, **kw):
             return AccessTokenInfo("fake", int(time.time()) + 3600)
 
-    from conftest import EXAMPLES
+    from amlkit import EXAMPLES
 
     c = planned(jsctl, ws, f"{EXAMPLES}/finetune-llama.yaml")
     (name, text), = c.artifact.files
