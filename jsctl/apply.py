@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from jsctl.config.workspace import Workspace
-from jsctl.errors import JsctlError, PlanError
+from jsctl.errors import JsctlError, PlanError, StateError
 from jsctl.model.state import CostBasis, NotSubmitted, PastRun, RecordEvent, RecordStatus, State, StateRecord
 from jsctl.model.status import JobHandle, LiveStatus
 from jsctl.plan import dag
@@ -100,6 +100,7 @@ class ApplyResult:
     destroyed: int = 0
     skipped: dict[str, str] = field(default_factory=dict)  # address -> why it was not submitted
     failed: dict[str, str] = field(default_factory=dict)  # address -> the engine's message
+    refreshed: int = 0  # apply --refresh-only: jobs whose drift was recorded in state
 
     @property
     def ok(self) -> bool:
@@ -159,7 +160,68 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
         return ApplyResult()
     state = store.read()
     check_fresh(plan, state, store.exists_at_read)
+    if plan.refresh_only:  # --- drift: record the refreshed statuses; nothing is submitted or cancelled
+        from jsctl.plan.drift import record
+
+        if record(state, plan.observed, time.time()):
+            store.write(state)
+        return ApplyResult(refreshed=sum(1 for o in plan.observed if o.drift))
     secrets = secret_values(plan)
+    recorder = _Recorder(store, state)
+    try:
+        result = _apply(plan, workspace, state, recorder, secrets, emit, poll_s)
+        recorder.flush()
+    except StateError as exc:
+        raise recorder.failed(exc) from exc
+    except BaseException:
+        recorder.flush_quietly()  # what was recorded in a batch is not kept waiting
+        raise
+    return result
+
+
+class _Recorder:
+    """Records each change in state as apply goes (StateBackend.record: a journal line, or a batch),
+    and knows which submitted jobs are not durably recorded yet, to name them if a write fails."""
+
+    def __init__(self, store: StateStore, state: State) -> None:
+        self.store, self.state = store, state
+        self.unsaved: list[str] = []
+        self.dirty = False  # something was recorded since the last flush
+
+    def __call__(self, address: str, handle: JobHandle | None = None, done: str = "submitted") -> None:
+        """Record what `state` holds at `address`; `handle`: the job this change submitted (or cancelled)."""
+        self.dirty = True
+        if handle is not None:
+            self.unsaved.append(f"{address}: {done} {handle}")
+        if self.store.record(self.state, [address]):
+            self.unsaved.clear()
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.store.flush(self.state)
+        self.dirty = False
+        self.unsaved.clear()
+
+    def flush_quietly(self) -> None:
+        try:
+            self.flush()
+        except StateError:
+            pass
+
+    def failed(self, exc: StateError) -> StateError:
+        if not self.unsaved:
+            return exc
+        jobs = "\n  ".join(self.unsaved)
+        return StateError(f"{exc.message}\nDone on the engines but not recorded in state:\n  {jobs}",
+                          hint="nothing is lost: the next jsctl apply finds the submitted jobs on their engine and "
+                               "adopts them instead of submitting them again (a cancelled one is cancelled again, "
+                               "which does nothing). If the state lock could not be released, its lease expires "
+                               "by itself (JSCTL_LOCK_LEASE, 60 s by default)")
+
+
+def _apply(plan: Plan, workspace: Workspace, state: State, store: _Recorder, secrets: dict[str, str],
+           emit: OnEvent, poll_s: float) -> ApplyResult:
+    """apply's walk; `store(address)` records each change as it is made."""
     clients = registry.Clients(workspace)
     result = ApplyResult()
     for c in plan.changes:
@@ -169,8 +231,10 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
             clients.get(before.handle.cluster).cancel(before.handle)
             if c.action == "delete":
                 state.remove(c.address)
-                _forget_not_submitted(state, c.address)
-                store.write(state)
+                forgotten = _forget_not_submitted(state, c.address)
+                store(c.address, before.handle, "cancelled")
+                for address in forgotten:
+                    store(address)
                 result.destroyed += 1
                 emit(Destroyed(c.address))
     blocked: dict[str, str] = {}
@@ -185,7 +249,7 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
                                          artifact_digest=c.artifact.digest if c.artifact else None,
                                          artifact=c.artifact.to_dict() if c.artifact else None,
                                          updated_at=time.time()))
-            store.write(state)
+            store(c.address)
             result.changed += 1
             emit(Updated(c.address))
             continue
@@ -224,7 +288,7 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
             record = replace(record, history=(*prior.history, PastRun(prior.job_id, prior.status, prior.cost_basis)),
                              events=(*prior.events, *record.events))
         state.put(c.address, record)
-        store.write(state)
+        store(c.address, handle)
         if c.action == "replace":
             result.destroyed += 1
         result.added += 1
@@ -232,24 +296,27 @@ def apply(plan: Plan, workspace: Workspace, store: StateStore, on_event: OnEvent
     return result
 
 
-def _record_not_submitted(state: State, store: StateStore, c: ResourceChange, reason: str) -> None:
+def _record_not_submitted(state: State, store: _Recorder, c: ResourceChange, reason: str) -> None:
     """Keep in state that `c` was not submitted, and why: status shows it; the next plan creates it."""
     state.mark_not_submitted(NotSubmitted(c.address, c.name, reason, time.time(), c.job_id,
                                           int(c.generation) if c.generation else None, c.provider, c.cluster,
                                           tuple(c.depends_on)))
-    store.write(state)
+    store(c.address)
 
 
-def _forget_not_submitted(state: State, destroyed: str) -> None:
+def _forget_not_submitted(state: State, destroyed: str) -> list[str]:
     """A destroy also forgets the jobs of the same workflow that were never submitted (a plan cannot
-    name them: they are not resources)."""
+    name them: they are not resources); their addresses."""
     workflow = destroyed.split(".job.", 1)[0] + ".job." if destroyed.startswith("workflow.") else None
+    forgotten = []
     for address, entry in list(state.unsubmitted().items()):
         if destroyed in entry.depends_on or (workflow and address.startswith(workflow)):
             state.not_submitted.pop(address, None)
+            forgotten.append(address)
+    return forgotten
 
 
-def _wait_for_upstream(c: ResourceChange, state: State, store: StateStore, clients: registry.Clients,
+def _wait_for_upstream(c: ResourceChange, state: State, store: _Recorder, clients: registry.Clients,
                        emit: OnEvent, poll_s: float) -> dict[str, JobHandle] | str:
     """The dependencies' handles for submit, or why the job cannot be submitted. A dependency the
     engine cannot order by itself (another cluster, or no dependency support) is waited for here."""
@@ -263,9 +330,10 @@ def _wait_for_upstream(c: ResourceChange, state: State, store: StateStore, clien
         if record.handle.cluster == c.cluster and ordered_by_engine:
             continue
         emit(Waiting(c.address, dep))
+        store.flush()  # everything submitted so far is in the stored state while apply waits
         live = wait_terminal(clients.get(record.handle.cluster), record.handle, poll_s)
         state.observe(dep, live, time.time())
-        store.write(state)
+        store(dep)
         if live.phase != "SUCCEEDED":
             return f"dependency {dep} ended {live.phase}" + (f" ({live.reason})" if live.reason else "")
     return upstream

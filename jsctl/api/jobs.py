@@ -105,7 +105,7 @@ def _not_submitted_status(entry: NotSubmitted) -> JobStatus:
 def _row(state: State, address: str, now: float) -> JobStatus:
     """A job's status row: NOT SUBMITTED when the last apply that planned it did not submit it (its
     earlier run, if any, was stopped by that replace), else its record's status."""
-    entry = state.unsubmitted().get(address)
+    entry = state.unsubmitted().get(address) if address in state.not_submitted else None
     return _not_submitted_status(entry) if entry else _job_status(state.record(address), now)
 
 

@@ -167,11 +167,14 @@ def observe(ws: Workspace, state: State, live: dict[str, LiveStatus]) -> State:
     """`state` with the observed statuses applied; written to disk too when the lock is free (a
     busy lock just skips the write: the next command observes again)."""
     import time
+    from dataclasses import replace
 
     from jsctl.errors import StateLockedError
 
     now = time.time()
-    seen = state.copy()
+    # observing replaces whole records (never changes one in place): copying the tables is enough
+    seen = replace(state, resources=dict(state.resources), generations=dict(state.generations),
+                   not_submitted=dict(state.not_submitted))
     for address, s in live.items():
         seen.observe(address, s, now)
     if not live:

@@ -16,6 +16,10 @@ target_option = click.option("--target", "targets", multiple=True, metavar="ADDR
 refresh_option = click.option("--refresh", type=click.BOOL, default=True, show_default=True, metavar="BOOL",
                               help="--refresh=false: plan from state and the inventory alone; ask no cluster for "
                                    "live status or its partitions and nodes.")
+refresh_only_option = click.option(  # --- drift
+    "--refresh-only", is_flag=True,
+    help="Refresh every job in state and only record what changed outside jsctl (phase changes, jobs gone): "
+         "no job is submitted, updated, replaced or cancelled. The files are optional.")
 probe_timeout_option = click.option("--probe-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
                                     metavar="SECONDS",
                                     help="How long each cluster has to answer the refresh and probe before the plan "
@@ -67,6 +71,7 @@ def _error_document(command):
 @var_file_option
 @target_option
 @refresh_option
+@refresh_only_option
 @probe_timeout_option
 @click.option("-out", "--out", "out", type=click.Path(dir_okay=False), help="Save the plan for `jsctl apply FILE`.")
 @click.option("--json", "as_json", is_flag=True, help="The plan as versioned JSON (docs/plan-json.md).")
@@ -83,7 +88,7 @@ def _error_document(command):
 @click.option("--check-remote", is_flag=True,
               help="Ask each scheduler whether and when it would start the jobs (Slurm: sbatch --test-only).")
 @workspace_option
-def plan(files, cli_vars, var_files, targets, refresh, probe_timeout, out, as_json, fmt, detailed_exitcode, destroy, show_artifacts,
+def plan(files, cli_vars, var_files, targets, refresh, refresh_only, probe_timeout, out, as_json, fmt, detailed_exitcode, destroy, show_artifacts,
          explain_memory, max_cost, duration, check_remote, workspace_file) -> None:
     """Show what apply would do: placement, strategy, cost, artifacts, as a diff against state.
 
@@ -92,13 +97,14 @@ def plan(files, cli_vars, var_files, targets, refresh, probe_timeout, out, as_js
     from jsctl import api
     from jsctl.plan import output, planfile
 
-    if not files:
+    _check_refresh_only(refresh_only, refresh, destroy)
+    if not files and not refresh_only:
         raise UsageError("plan needs at least one -f FILE")
     ws = api.open_workspace(workspace_file)
     variables = variables_or_raise(cli_vars, var_files)
-    the_plan = api.plan(input_files(files), variables, ws, targets, destroy, echo=echo_err,
+    the_plan = api.plan(input_files(files) if files else (), variables, ws, targets, destroy, echo=echo_err,
                         duration_s=_seconds(duration, "--duration"), max_cost=max_cost, refresh=refresh,
-                        probe_timeout_s=probe_timeout)
+                        probe_timeout_s=probe_timeout, refresh_only=refresh_only)
     if check_remote:
         the_plan = api.check_remote(the_plan, ws)
     if as_json or fmt == "json":
@@ -119,6 +125,13 @@ def plan(files, cli_vars, var_files, targets, refresh, probe_timeout, out, as_js
         sys.exit(1)
     if detailed_exitcode and the_plan.has_changes:
         sys.exit(2)
+
+
+def _check_refresh_only(refresh_only: bool, refresh: bool, destroy: bool = False) -> None:
+    if refresh_only and not refresh:
+        raise UsageError("--refresh-only and --refresh=false contradict each other: a refresh-only plan is a refresh")
+    if refresh_only and destroy:
+        raise UsageError("--refresh-only plans no change to any job; it cannot be combined with --destroy")
 
 
 def _seconds(text, option):
@@ -177,6 +190,8 @@ def _run_apply(ws, the_plan, auto_approve: bool, question: str, done: str, as_js
 def summary_text(result, verb: str = "Apply") -> str:
     """The last line of apply or destroy: what was done and, when incomplete, what was not and why."""
     done = f"Resources: {result.added} added, {result.changed} changed, {result.destroyed} destroyed"
+    if getattr(result, "refreshed", 0):  # --- drift: apply --refresh-only
+        done += f"; {result.refreshed} job{'s' if result.refreshed != 1 else ''} changed outside jsctl recorded in state"
     if result.ok:
         return f"{verb} complete! {done}."
     missed = result.not_submitted
@@ -193,7 +208,9 @@ def _json_needs_approval(as_json: bool, auto_approve: bool) -> None:
 @click.command(cls=FilesCommand)
 @click.argument("planfile", required=False, type=click.Path(dir_okay=False))
 @changing_options
-def apply(planfile, files, cli_vars, var_files, targets, refresh, probe_timeout, auto_approve, as_json, lock_timeout, workspace_file) -> None:
+@refresh_only_option
+def apply(planfile, files, cli_vars, var_files, targets, refresh, probe_timeout, auto_approve, as_json, lock_timeout,
+          workspace_file, refresh_only=False) -> None:
     """Submit jobs: apply a saved plan exactly, or plan FILEs and apply after approval.
 
     Example: jsctl apply -f examples/quickstart.yaml --auto-approve
@@ -204,7 +221,10 @@ def apply(planfile, files, cli_vars, var_files, targets, refresh, probe_timeout,
 
     if planfile and files:
         raise UsageError("give either a saved PLANFILE or -f FILE..., not both")
-    if not planfile and not files:
+    if planfile and refresh_only:
+        raise UsageError("a saved plan is applied as it was made: plan with --refresh-only -out FILE, then apply FILE")
+    _check_refresh_only(refresh_only, refresh)
+    if not planfile and not files and not refresh_only:
         raise UsageError("apply needs a saved PLANFILE or -f FILE...")
     _json_needs_approval(as_json, auto_approve or bool(planfile))
     show = echo_err if as_json else click.echo  # with --json, stdout carries only the JSON lines
@@ -218,8 +238,13 @@ def apply(planfile, files, cli_vars, var_files, targets, refresh, probe_timeout,
             _run_apply(ws, the_plan, True, "", "Apply complete!", as_json)
             return
         variables = variables_or_raise(cli_vars, var_files)
-        the_plan = api.plan(input_files(files), variables, ws, targets, echo=echo_err, refresh=refresh, probe_timeout_s=probe_timeout)
+        the_plan = api.plan(input_files(files) if files else (), variables, ws, targets, echo=echo_err, refresh=refresh,
+                            probe_timeout_s=probe_timeout, refresh_only=refresh_only, holding_lock=True)
         show(output.render_text(the_plan))
+        if refresh_only:  # --- drift: only record what changed outside jsctl
+            _run_apply(ws, the_plan, auto_approve, "Would you like to update the jsctl state to reflect these "
+                       "detected changes?", "Apply complete!", as_json)
+            return
         _run_apply(ws, the_plan, auto_approve, "Do you want to perform these actions?", "Apply complete!", as_json)
 
 
@@ -260,7 +285,8 @@ def destroy(files, cli_vars, var_files, targets, refresh, probe_timeout, auto_ap
     store = api.store_for(ws)
     with store.locked("destroy", lock_seconds(lock_timeout), on_lock_wait):
         variables = variables_or_raise(cli_vars, var_files)
-        the_plan = api.plan(input_files(files), variables, ws, targets, destroy=True, echo=echo_err, refresh=refresh, probe_timeout_s=probe_timeout)
+        the_plan = api.plan(input_files(files), variables, ws, targets, destroy=True, echo=echo_err, refresh=refresh,
+                            probe_timeout_s=probe_timeout, holding_lock=True)
         (echo_err if as_json else click.echo)(output.render_text(the_plan))
         _run_apply(ws, the_plan, auto_approve, "Do you really want to destroy these jobs?", "Destroy complete!",
                    as_json)

@@ -30,13 +30,40 @@ class Position:
 
 @dataclass
 class Document:
-    """One loaded YAML file: plain data, its source text and where each path sits in it."""
+    """One loaded YAML file: plain data, its source text and where each path sits in it.
+
+    Positions (`values`, `keys`) come from ruamel's round-trip parser; a document read by the fast
+    path (fastload) finds them the first time a diagnostic asks (`positioned=False` until then)."""
 
     path: str
     text: str
     data: Any
-    values: dict[Path, Position] = field(default_factory=dict)
-    keys: dict[Path, Position] = field(default_factory=dict)
+    _values: dict[Path, Position] = field(default_factory=dict, repr=False)
+    _keys: dict[Path, Position] = field(default_factory=dict, repr=False)
+    positioned: bool = field(default=True, repr=False)
+
+    @property
+    def values(self) -> dict[Path, Position]:
+        if not self.positioned:
+            self._find_positions()
+        return self._values
+
+    @property
+    def keys(self) -> dict[Path, Position]:
+        if not self.positioned:
+            self._find_positions()
+        return self._keys
+
+    def _find_positions(self) -> None:
+        """Parse the text again with ruamel, for positions only (the data is the fast path's)."""
+        from ruamel.yaml import YAML
+
+        self.positioned = True
+        try:
+            raw = YAML(typ="rt").load(self.text)
+        except Exception:  # noqa: BLE001 - the fast path read it; without positions, diagnostics say 1:1
+            return
+        _plain(raw, (), self, [])
 
     def where(self, path: Path, key: bool = False) -> Position:
         """Position of a path's value (or its key); falls back to the nearest parent."""
@@ -140,6 +167,8 @@ def _yaml_in(directory: str, recursive: bool) -> list[str]:
 
 
 def _tab_diagnostics(path: str, text: str) -> list[Diagnostic]:
+    if "\t" not in text:
+        return []
     found = []
     for n, line in enumerate(text.splitlines(), 1):
         indent = line[: len(line) - len(line.lstrip(" \t"))]
@@ -157,12 +186,21 @@ def load_file(path: str) -> tuple[Document | None, list[Diagnostic]]:
 
 
 def load_text(path: str, text: str) -> tuple[Document | None, list[Diagnostic]]:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
     tabs = _tab_diagnostics(path, text)
     if tabs:
         return None, tabs
+    from jsctl.config import fastload
+
+    data = fastload.load(text, MAX_NODES)
+    if isinstance(data, dict):  # the common case; anything else (and every problem) takes the round-trip path
+        return Document(path=path, text=text, data=data, positioned=False), []
+    return _load_round_trip(path, text)
+
+
+def _load_round_trip(path: str, text: str) -> tuple[Document | None, list[Diagnostic]]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:
@@ -310,8 +348,8 @@ def _plain(node: Any, path: Path, doc: Document, diags: list[Diagnostic]) -> Any
             name = str(key).lower() if isinstance(key, bool) else str(key)
             child = path + (name,)
             if kl is not None:
-                doc.keys[child] = Position(kl + 1, kc + 1, len(name))
-                doc.values[child] = Position(vl + 1, vc + 1, _scalar_len(value))
+                doc._keys[child] = Position(kl + 1, kc + 1, len(name))
+                doc._values[child] = Position(vl + 1, vc + 1, _scalar_len(value))
             out[name] = _plain(value, child, doc, diags)
         return out
     if isinstance(node, CommentedSeq):
@@ -320,7 +358,7 @@ def _plain(node: Any, path: Path, doc: Document, diags: list[Diagnostic]) -> Any
             child = path + (i,)
             try:
                 il, ic = node.lc.item(i)
-                doc.values[child] = Position(il + 1, ic + 1, _scalar_len(value))
+                doc._values[child] = Position(il + 1, ic + 1, _scalar_len(value))
             except (KeyError, TypeError, AttributeError):
                 pass
             items.append(_plain(value, child, doc, diags))

@@ -121,10 +121,10 @@ def interpolate(doc: Document, data: Any, variables: Variables, job_id: str | No
         if isinstance(node, list):
             return [walk(v, path + (i,)) for i, v in enumerate(node)]
         if isinstance(node, str) and "$" in node:
-            return _resolve(node, doc.where(path), path)
+            return _resolve(node, path)
         return node
 
-    def _resolve(text: str, pos: Position, path: tuple) -> Any:
+    def _resolve(text: str, path: tuple) -> Any:
         whole = PATTERN.fullmatch(text)
 
         def sub(m: re.Match) -> str:
@@ -140,6 +140,7 @@ def interpolate(doc: Document, data: Any, variables: Variables, job_id: str | No
             if default is not None:
                 return default
             given = did_you_mean(name, variables.values)
+            pos = doc.where(path)  # only now: finding positions costs a second parse (loader.Document)
             diags.append(error("V010", f"undefined variable '{name}'{given}", doc.path, pos.line,
                                pos.col + column_offset(doc, pos, m.start()), hint=f"set it with -v {name}=VALUE, "
                                f"--var-file, or {ENV_PREFIX}{name}; write $${{{name}}} to leave it for the shell",

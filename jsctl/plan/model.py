@@ -84,6 +84,9 @@ class Plan:
     refreshed: str = ""
     cost: PlanCost | None = None
     refresh: bool = True  # False: --refresh=false, planned from state and the inventory alone
+    # --- drift (plan --refresh-only): record what changed outside jsctl, nothing else ---
+    refresh_only: bool = False
+    observed: tuple = ()  # drift.Observation per job of state its engine answered for
 
     def count(self) -> tuple[int, int, int]:
         add = sum(1 for c in self.changes if c.action in ("create", "replace"))
@@ -93,6 +96,8 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
+        if self.refresh_only:
+            return any(o.drift for o in self.observed)
         return any(c.action != "no-op" for c in self.changes)
 
     def change(self, address: str) -> ResourceChange | None:

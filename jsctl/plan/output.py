@@ -102,6 +102,8 @@ def render_text(plan: Plan, show_artifacts: bool = False, show_candidates: bool 
     out += [f"Warning: {w}" for w in warnings(plan)]
     if warnings(plan):
         out.append("")
+    if plan.refresh_only:
+        return "\n".join(out + refresh_only_lines(plan))
     drift = [c for c in plan.changes if c.why.drift]
     if drift:
         out.append("Note: Objects have changed outside of jsctl")
@@ -121,6 +123,23 @@ def render_text(plan: Plan, show_artifacts: bool = False, show_candidates: bool 
         out.append("")
     out.append(summary(plan))
     return "\n".join(out)
+
+
+# --- drift: plan --refresh-only ------------------------------------------------------------------------
+def refresh_only_lines(plan: Plan) -> list[str]:
+    """Terraform's refresh-only plan: what changed outside jsctl, and that apply only records it."""
+    drifted = [o for o in plan.observed if o.drift]
+    if not drifted:
+        return ["No changes. The jobs in state match what is live; there is nothing to record."]
+    out = ["Note: Objects have changed outside of jsctl", ""]
+    for o in drifted:
+        out += [f"  # {o.address} has changed" + (" (the engine no longer knows it)" if o.drift.gone else ""),
+                f"  ~ {o.drift.text()}", ""]
+    n = len(drifted)
+    out += ["This is a refresh-only plan: jsctl will not submit, update, replace or cancel any job to undo "
+            "these changes. Apply it (jsctl apply --refresh-only) to record them in the state.", "",
+            f"Plan: record {n} changed job{'s' if n != 1 else ''} in state; 0 to add, 0 to change, 0 to destroy."]
+    return out
 
 
 def summary(plan: Plan) -> str:
@@ -224,6 +243,8 @@ def render_markdown(plan: Plan | None, errors: Sequence[JsctlError] = ()) -> str
     out += [f"> **Warning:** {w}" for w in warnings(plan)]
     if warnings(plan):
         out.append("")
+    if plan.refresh_only:  # --- drift
+        return "\n".join(out + ["```text", *refresh_only_lines(plan), "```"])
     acting = [c for c in plan.changes if c.action != "no-op"]
     if not acting:
         return "\n".join(out + ["No changes."])
@@ -282,6 +303,7 @@ def to_json(plan: Plan, errors: Sequence[JsctlError] = ()) -> dict:
             "prior_state": {"serial": plan.prior_serial, "lineage": plan.prior_lineage, "exists": plan.state_exists},
             "files": list(plan.files), "workspace": plan.workspace, "destroy": plan.destroy,
             "refresh": plan.refresh, "refreshed": plan.refreshed,
+            "refresh_only": plan.refresh_only, "resource_drift": [o.to_dict() for o in plan.observed],
             "warnings": list(warnings(plan)), "errors": [error_dict(e) for e in errors],
             "resource_changes": changes,
             "summary": {"add": add, "change": change, "destroy": destroy},

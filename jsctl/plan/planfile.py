@@ -60,5 +60,9 @@ def load(path: str) -> Plan:
                             scheduler=rc.get("scheduler"), refused=bool(rc.get("refused")),
                             strategy_advice=after.get("strategy_advice"))))
     prior = data["prior_state"]
+    from jsctl.plan.drift import Observation  # --- drift: a saved --refresh-only plan
+
+    observed = tuple(Observation.from_dict(o) for o in data.get("resource_drift") or ())
     return Plan(tuple(changes), prior["serial"], prior["lineage"], prior["exists"], tuple(data.get("files") or ()),
-                data.get("workspace"), data.get("destroy", False), refresh=data.get("refresh", True))
+                data.get("workspace"), data.get("destroy", False), refresh=data.get("refresh", True),
+                refresh_only=bool(data.get("refresh_only")), observed=observed)

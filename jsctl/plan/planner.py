@@ -17,6 +17,7 @@ from jsctl.plan.placement import PlacementResult, infeasible_message, place
 from jsctl.plan.resolve import JobSource, Sources, output_paths, resolve_job
 from jsctl.plan.strategy import StrategyAdvice, advise
 from jsctl.plan import advisor, memory
+from jsctl.plan.drift import carried_checkpoint, finished, keep_checkpoint_path, resume_text, resumed_checkpoint, unexpected
 from jsctl.providers import registry
 from jsctl.render import launch
 from jsctl.model.cluster import Facts, Offer
@@ -42,6 +43,7 @@ class PlanInputs:
     catalog: Catalog | None = None
     duration_s: int | None = None  # --duration: price the run for this long instead of time_limit
     max_cost: float | None = None  # --max-cost, else the workspace's budget
+    checkpoints: Mapping[str, int | str | None] = field(default_factory=dict)  # drift: address -> newest step
 
 
 def offers_for(workspace: Workspace, facts: Mapping[str, Facts], catalog: Catalog | None) -> list[Offer]:
@@ -51,9 +53,17 @@ def offers_for(workspace: Workspace, facts: Mapping[str, Facts], catalog: Catalo
             for o in registry.get(cluster.provider).offers(cluster, facts.get(cluster.name), catalog)]
 
 
+_RUNTIME_NAMES: list = [(), None]  # the providers last asked, and their union (asked once per job)
+
+
 def runtime_names() -> RuntimeNames:
     """Names the installed providers' engines set when a job runs: `${NAME}` waits for run time."""
-    return RuntimeNames.union(provider.runtime_names() for provider in registry.loadable())
+    providers = tuple(registry.loadable())
+    last, names = _RUNTIME_NAMES
+    if names is None or len(last) != len(providers) or any(a is not b for a, b in zip(last, providers)):
+        names = RuntimeNames.union(provider.runtime_names() for provider in providers)
+        _RUNTIME_NAMES[:] = [providers, names]
+    return names
 
 
 def _in_scope(address: str, targets: Sequence[str]) -> bool:
@@ -109,8 +119,10 @@ def make_plan(inp: PlanInputs) -> Plan:
         changes.append(change)
     if diags:
         raise ConfigError(diags)
-    for address, record in state.records().items():
+    for address in sorted(state.resources):  # typed only when it goes: most of a large state stays
         if (address not in wanted or inp.destroy) and _in_scope(address, inp.targets):
+            record = state.record(address)
+            assert record is not None
             why = Explanation(("no longer in the configuration",) if not inp.destroy else ("destroy",),
                               drift=_drift(record, inp.live.get(address)))
             changes.append(ResourceChange(address, record.name, "delete", record.job_id, record.generation,
@@ -149,17 +161,10 @@ def _infeasible_text(change: ResourceChange) -> str:
 
 
 def _drift(record: StateRecord, live: LiveStatus | None) -> str | None:
-    """A job stopped or lost behind jsctl's back (not one that failed on its own, or `jsctl stop`)."""
-    if live is None or live.phase not in ("CANCELLED", "UNKNOWN"):
-        return None
-    status = record.status
-    if status.stopped_by_jsctl:
-        return None
-    known = status.phase
-    if known == live.phase:  # `jsctl status` already recorded it: show what it was before
-        known = status.previous_phase or known
-    return f'status = "{known}" -> "{live.phase}" ({record.provider}: {live.engine_state}' + \
-        (f", {live.reason}" if live.reason else "") + ")"
+    """A job stopped or lost behind jsctl's back (not one that failed on its own, or `jsctl stop`):
+    the compared fields are jsctl.plan.drift.COMPARED; fields that change by themselves never count."""
+    found = unexpected(record, live)
+    return found.text() if found else None
 
 
 @dataclass(frozen=True)
@@ -182,17 +187,27 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
     built = _build(source, generation, offers, inp, upstream, diags)
     if built is None:
         return None
+    carried = carried_checkpoint(prior, built.spec) if prior else None  # --- drift: kept by a recovery
+    if carried is not None:
+        built = _build(source, generation, offers, inp, upstream, diags, carried)
+        if built is None:
+            return None
     live = inp.live.get(source.address)
     action, reasons, drift, forces = "create", (), None, ()
     if prior:
         drift = _drift(prior, live)
         phase = live.phase if live else prior.status.phase
+        if finished(prior, live):  # --- drift: a finished job stays finished, even once its engine forgot it
+            phase = "SUCCEEDED"
         placement = built.result.placement
+        keep = None  # --- drift: the checkpoint output a recovery replacement keeps (resumes from it)
         if placement is None:
             action = "replace"
         elif phase in ("FAILED", "CANCELLED", "UNKNOWN"):
             action = "replace"
-            reasons = (f"job is {phase}" + (f" ({live.reason})" if live and live.reason else "") + "; it runs again",)
+            keep = resumed_checkpoint(prior, built.spec) if prior.spec == built.spec.document else None
+            reasons = (f"job is {phase}" + (f" ({live.reason})" if live and live.reason else "") + "; it runs again"
+                       + resume_text(keep, inp.checkpoints.get(source.address, "unseen")),)
         elif prior.cluster != placement.cluster:
             action, reasons = "replace", (f"placement moves from {prior.cluster} to {placement.cluster}",)
         else:
@@ -202,7 +217,7 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
             if action == "no-op" and prior.spec != built.spec.document:
                 action = "update"  # bookkeeping only (labels, ...): what runs stays as it is
         if action == "replace":
-            built = _build(source, generation + 1, offers, inp, upstream, diags)
+            built = _build(source, generation + 1, offers, inp, upstream, diags, keep)
             if built is None:
                 return None
     spec, p, ctx, advice = built.spec, built.result.placement, built.ctx, built.advice
@@ -232,11 +247,14 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
 
 
 def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInputs,
-           upstream: dict[str, dict[str, str]], diags: list[Diagnostic]) -> Built | None:
+           upstream: dict[str, dict[str, str]], diags: list[Diagnostic],
+           keep: tuple[str, str] | None = None) -> Built | None:
     spec, ds = resolve_job(source, generation, upstream, runtime_names())
     diags.extend(d for d in ds if d.severity == "error")
     if spec is None:
         return None
+    if keep is not None:  # --- drift: a recovery replacement writes and restores the same checkpoints
+        spec = keep_checkpoint_path(spec, *keep)
     target_cluster = (spec.compute.target or "").partition("/")[0]  # `cluster` or `cluster/pool`
     if target_cluster and not inp.workspace.cluster(target_cluster):
         p = source.doc.where(("compute", "target"))

@@ -174,9 +174,18 @@ def _strings(node: Any, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
         yield path, node
 
 
+def _may_refer(doc: Document) -> bool:
+    """Whether any string of the document may hold `{{`: not when the fast path read it (see
+    loader.load_text) and its text has none, nor an escape that could make one; most job files, so
+    their values need not be walked. (The round-trip path reads `{ {jobs...} }` as a reference.)"""
+    return doc.positioned or "{{" in doc.text or "\\" in doc.text
+
+
 def _malformed_references(doc: Document) -> list[Diagnostic]:
     """`{{jobs...}}` that is not `{{jobs.<job>.outputs.<output>}}` would reach the job as literal text."""
     found: list[Diagnostic] = []
+    if not _may_refer(doc):
+        return found
     for path, text in _strings(doc.data):
         for m in ANY_REF.finditer(text) if "{{" in text else ():
             if not REF.fullmatch(m.group(0)):
@@ -220,6 +229,8 @@ def _including_hint(path: str) -> str:
 
 
 def _references(doc: Document) -> list[Reference]:
+    if not _may_refer(doc):
+        return []
     return [Reference(m.group(1), m.group(2), path, m.start())
             for path, text in _strings(doc.data) for m in REF.finditer(text)]
 

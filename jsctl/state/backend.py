@@ -17,7 +17,7 @@ import sys
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from jsctl.errors import StateError
 from jsctl.model.state import State
@@ -188,6 +188,18 @@ class StateBackend(ABC):
             return
         raise StateConflictError(f"state {self.where} kept changing while this command wrote it; nothing was written",
                                  hint="run the command again")
+
+    # ---- recording as apply goes (journal.py) ----------------------------------------------------------
+    def record(self, state: State, addresses: Iterable[str]) -> bool:
+        """Make what `state` now holds at `addresses` durable, as cheaply as the backend can; the caller
+        holds the lock. True when it is durable on return, False when buffered (flush() writes it).
+        This default writes the whole state."""
+        self.write(state)
+        return True
+
+    def flush(self, state: State) -> None:
+        """Write the whole state, folding in everything recorded."""
+        self.write(state)
 
     @contextmanager
     def locked(self, operation: str, timeout: float = 0.0, on_wait: OnLock | None = None,

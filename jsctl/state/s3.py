@@ -10,6 +10,14 @@
 
 boto3 (the `aws` extra) is imported here only, when an S3 state is used. Keep bucket versioning on:
 S3 then keeps every earlier state, as the local backend keeps a backup.
+
+Apply records in batches: `record` writes the whole state (conditionally, as any write) once every
+BATCH_JOBS jobs or BATCH_S seconds, and `flush` at the end and before apply waits. A journal of one
+object per job would cost one PUT per job anyway, and every read would have to LIST and GET them;
+batching bounds the bytes written to O(n²/BATCH_JOBS) with one round trip per batch. What a crash
+loses is at most the last batch's records, never a job: job ids are deterministic, so the next apply
+finds those jobs on their engine and adopts them instead of submitting them again (apply says which
+jobs it submitted when a write fails).
 """
 from __future__ import annotations
 
@@ -20,7 +28,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Iterable
 
 from jsctl import __version__
 from jsctl.errors import StateError, StateLockedError
@@ -30,6 +38,8 @@ from jsctl.state.backend import (OnLock, Snapshot, StateBackend, StateConflictEr
 from jsctl.state.lock import alive, display
 
 POLL_S = 0.5
+BATCH_JOBS = 50  # apply writes the state at least every BATCH_JOBS recorded jobs ...
+BATCH_S = 5.0  # ... or BATCH_S seconds
 _CONFLICT = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 
 
@@ -62,6 +72,8 @@ class S3Backend(StateBackend):
         self.bucket, self.key, self.region, self.endpoint_url = bucket, key, region, endpoint_url
         self.lock_key = key + ".lock"
         self._client = client
+        self._pending = 0
+        self._last_write = time.monotonic()
 
     @property
     def client(self) -> Any:
@@ -113,7 +125,15 @@ class S3Backend(StateBackend):
         except (StateConflictError, FileNotFoundError):
             raise StateConflictError(f"state {self.where} changed since it was read; nothing was written",
                                      hint="run the command again") from None
+        self._pending, self._last_write = 0, time.monotonic()
         return put["ETag"]
+
+    def record(self, state: State, addresses: Iterable[str]) -> bool:
+        self._pending += len(list(addresses))
+        if self._pending < BATCH_JOBS and time.monotonic() - self._last_write < BATCH_S:
+            return False
+        self.write(state)
+        return True
 
     # ---- lock ----------------------------------------------------------------------------------------
     def lock(self, operation: str, timeout: float = 0.0, on_wait: OnLock | None = None,
@@ -244,6 +264,8 @@ class S3Lock:
             b._call("delete of the lock", b.client.delete_object, Key=b.lock_key, IfMatch=etag)
         except (StateConflictError, FileNotFoundError):
             pass  # someone else holds it now (taken over, force-unlocked)
+        except StateError:
+            pass  # S3 unreachable: the lease expires by itself (no heartbeat renews it any more)
 
     def __enter__(self) -> "S3Lock":
         return self
