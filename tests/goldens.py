@@ -25,14 +25,16 @@ def describe(change) -> str:
 
 
 def planned(workspace_file: str, job_file: str) -> tuple:
-    """The changes of a plan of one job or workflow file on a workspace, from an empty state."""
+    """The changes of a plan of one job or workflow file on a workspace, from an empty state, with the
+    workspace's catalog file applied as the CLI applies it."""
     from jsctl.config import workspace
     from jsctl.config.variables import Variables
     from jsctl.model.state import State
+    from jsctl.plan import catalog
     from jsctl.plan.planner import PlanInputs, make_plan
     from jsctl.plan.resolve import load_sources
 
     sources, diags = load_sources([job_file], Variables({}))
     assert not diags, diags
     ws = workspace.load(workspace_file)
-    return make_plan(PlanInputs(sources, State(), ws, {}, {}, (), False, False, (job_file,))).changes
+    return make_plan(PlanInputs(sources, State(), ws, files=(job_file,), catalog=catalog.load(ws.catalog))).changes

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import goldens
-from goldens import describe
+from goldens import describe, planned
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
@@ -27,24 +27,6 @@ def change(tmp_path, endpoint: str | None = None):
     (tmp_path / "catalog.yaml").write_text(open(os.path.join(HERE, "catalog.yaml"), encoding="utf-8").read())
     (c,) = planned(str(tmp_path / "jsctl.yaml"), os.path.join(EXAMPLES, "finetune-llama.yaml"))
     return c
-
-
-def planned(workspace_file: str, job_file: str) -> tuple:
-    """goldens.planned, with the workspace's catalog file."""
-    from dataclasses import replace
-
-    from jsctl.config import workspace
-    from jsctl.config.variables import Variables
-    from jsctl.model.state import State
-    from jsctl.plan import catalog
-    from jsctl.plan.planner import PlanInputs, make_plan
-    from jsctl.plan.resolve import load_sources
-
-    sources, diags = load_sources([job_file], Variables({}))
-    assert not diags, diags
-    ws = workspace.load(workspace_file)
-    inputs = PlanInputs(sources, State(), ws, {}, {}, (), False, False, (job_file,))
-    return make_plan(replace(inputs, catalog=catalog.load(ws.catalog))).changes
 
 
 def test_finetune_llama(tmp_path, update_golden):

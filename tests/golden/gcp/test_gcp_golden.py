@@ -10,26 +10,11 @@ import os
 import sys
 
 import goldens
-from goldens import describe
+from goldens import describe, planned
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration", "gcp"))
-
-
-def planned(workspace_file: str, job_file: str) -> tuple:
-    """goldens.planned, with the workspace's catalog file (the CLI loads it the same way)."""
-    from jsctl.config import workspace
-    from jsctl.config.variables import Variables
-    from jsctl.model.state import State
-    from jsctl.plan import catalog
-    from jsctl.plan.planner import PlanInputs, make_plan
-    from jsctl.plan.resolve import load_sources
-
-    sources, diags = load_sources([job_file], Variables({}))
-    assert not diags, diags
-    ws = workspace.load(workspace_file)
-    return make_plan(PlanInputs(sources, State(), ws, files=(job_file,), catalog=catalog.load(ws.catalog))).changes
 
 
 def change(tmp_path, endpoint: str | None = None):

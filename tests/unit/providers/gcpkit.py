@@ -2,6 +2,8 @@
 which gives a2-ultragpu-8g the seed's shape), plans of job files on it, and the local Batch stand-in."""
 from __future__ import annotations
 
+import slurmkit
+
 import sys
 from pathlib import Path
 
@@ -37,21 +39,8 @@ def inventory(endpoint: str | None = None, project: str = "jsctl-ci", extra: str
 
 
 def plan_changes(tmp: Path, files: dict[str, str], entry: list[str], inventory_text: str | None = None) -> tuple:
-    from jsctl.config import workspace
-    from jsctl.config.variables import Variables
-    from jsctl.model.state import State
-    from jsctl.plan import catalog
-    from jsctl.plan.planner import PlanInputs, make_plan
-    from jsctl.plan.resolve import load_sources
-
     (tmp / "jsctl.yaml").write_text(inventory_text or inventory(), encoding="utf-8")
-    for name, text in files.items():
-        (tmp / name).write_text(text, encoding="utf-8")
-    paths = [str(tmp / e) for e in entry]
-    sources, diags = load_sources(paths, Variables({}))
-    assert not diags, diags
-    ws = workspace.load(str(tmp / "jsctl.yaml"))
-    return make_plan(PlanInputs(sources, State(), ws, files=tuple(paths), catalog=catalog.load(ws.catalog))).changes
+    return tuple(slurmkit.plan_changes(tmp, files, entry, inventory=str(tmp / "jsctl.yaml")))
 
 
 def plan_one(tmp: Path, job: str = GPU_JOB, inventory_text: str | None = None):

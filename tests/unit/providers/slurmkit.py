@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Mapping
 
 from jsctl.config import workspace
+from jsctl.plan import catalog
 from jsctl.config.variables import Variables
 from jsctl.plan.model import ResourceChange
 from jsctl.plan.planner import PlanInputs, make_plan
@@ -52,7 +53,8 @@ def plan_changes(tmp: Path, files: Mapping[str, str], entry: list[str], inventor
     paths = [str(tmp / e) for e in entry]
     sources, diags = load_sources(paths, Variables(dict(variables or {})))
     assert not [d for d in diags if d.severity == "error"], diags
-    plan = make_plan(PlanInputs(sources, State(), ws, dict(facts or {}), {}, (), False, False, tuple(paths)))
+    plan = make_plan(PlanInputs(sources, State(), ws, dict(facts or {}), {}, (), False, False, tuple(paths),
+                                catalog=catalog.load(ws.catalog)))
     return list(plan.changes)
 
 
