@@ -5,8 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q torch==2.13.0 numpy   # exactly this: an unpinned torch pulls a multi-GB CUDA build
-python -m pip install -q -e '.[runtime,test,k8s,aws,gcp,azure]'
+python -m pip install -q -e '.[runtime,test,k8s,aws,gcp,azure,dashboard,hf,lightning]'
 python -m pip install -q -e tests/providers/jsctl-testcloud   # the out-of-tree provider the contract suite runs
+# Debian's Chromium for the dashboard's browser tests (Playwright drives it; it never downloads a browser)
+if ! command -v chromium >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+  (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; }) \
+    || echo "note: chromium did not install; the dashboard's browser tests will skip" >&2
+fi
 down=()   # the engines this script started, stopped on exit
 trap 'for e in "${down[@]}"; do bash "scripts/$e-up.sh" down || true; done' EXIT
 if [[ -x scripts/slurm-up.sh ]]; then
