@@ -93,8 +93,10 @@ class SubmitFailed(ApplyEvent):
 OnEvent = Callable[[ApplyEvent], None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class ApplyResult:
+    """What apply did (the last line of `apply --json`): counts, and the jobs it did not submit."""
+
     added: int = 0
     changed: int = 0
     destroyed: int = 0
@@ -143,7 +145,7 @@ def new_record(c: ResourceChange, handle: JobHandle, now: float) -> StateRecord:
     return StateRecord(
         address=c.address, name=c.name, generation=int(c.generation or 1), provider=c.provider, cluster=c.cluster,
         job_id=c.job_id, handle=handle, spec=c.spec, artifact_digest=c.artifact.digest if c.artifact else None,
-        artifact=c.artifact.to_dict() if c.artifact else None,
+        artifact=c.artifact.to_record() if c.artifact else None,
         placement=c.placement.to_dict() if c.placement else None, strategy=dict(c.strategy),
         depends_on=tuple(c.depends_on), outputs=dict(c.outputs), status=RecordStatus.submitted(),
         created_at=now, updated_at=now, submitted_at=now,
@@ -223,7 +225,9 @@ def _apply(plan: Plan, workspace: Workspace, state: State, store: _Recorder, sec
            emit: OnEvent, poll_s: float) -> ApplyResult:
     """apply's walk; `store(address)` records each change as it is made."""
     clients = registry.Clients(workspace)
-    result = ApplyResult()
+    added = changed = destroyed = 0
+    skipped: dict[str, str] = {}
+    failed: dict[str, str] = {}
     for c in plan.changes:
         before = StateRecord.from_dict(c.before, c.address) if c.before else None
         if c.action in ("delete", "replace") and before and before.handle:
@@ -235,7 +239,7 @@ def _apply(plan: Plan, workspace: Workspace, state: State, store: _Recorder, sec
                 store(c.address, before.handle, "cancelled")
                 for address in forgotten:
                     store(address)
-                result.destroyed += 1
+                destroyed += 1
                 emit(Destroyed(c.address))
     blocked: dict[str, str] = {}
     edges = {c.address: c.depends_on for c in plan.changes if c.action != "delete"}
@@ -247,22 +251,22 @@ def _apply(plan: Plan, workspace: Workspace, state: State, store: _Recorder, sec
                                 hint="run jsctl plan again")
             state.put(c.address, replace(record, spec=c.spec,
                                          artifact_digest=c.artifact.digest if c.artifact else None,
-                                         artifact=c.artifact.to_dict() if c.artifact else None,
+                                         artifact=c.artifact.to_record() if c.artifact else None,
                                          updated_at=time.time()))
             store(c.address)
-            result.changed += 1
+            changed += 1
             emit(Updated(c.address))
             continue
         if c.action not in ("create", "replace"):
             continue
         if c.address in blocked:
-            result.skipped[c.address] = blocked[c.address]
+            skipped[c.address] = blocked[c.address]
             _record_not_submitted(state, store, c, blocked[c.address])
             emit(Skipped(c.address, blocked[c.address]))
             continue
         upstream = _wait_for_upstream(c, state, store, clients, emit, poll_s)
         if isinstance(upstream, str):  # why it cannot be submitted
-            result.skipped[c.address] = upstream
+            skipped[c.address] = upstream
             _record_not_submitted(state, store, c, upstream)
             emit(Skipped(c.address, upstream))
             for child in dag.descendants(edges, [c.address]):
@@ -276,7 +280,7 @@ def _apply(plan: Plan, workspace: Workspace, state: State, store: _Recorder, sec
             else:
                 handle = client.submit(c.artifact, secrets, upstream)
         except JsctlError as exc:
-            result.failed[c.address] = exc.message
+            failed[c.address] = exc.message
             _record_not_submitted(state, store, c, f"submit failed: {exc.message}")
             emit(SubmitFailed(c.address, exc.message))
             for child in dag.descendants(edges, [c.address]):
@@ -290,10 +294,10 @@ def _apply(plan: Plan, workspace: Workspace, state: State, store: _Recorder, sec
         state.put(c.address, record)
         store(c.address, handle)
         if c.action == "replace":
-            result.destroyed += 1
-        result.added += 1
+            destroyed += 1
+        added += 1
         emit(Submitted(c.address, handle, c.job_id))
-    return result
+    return ApplyResult(added, changed, destroyed, skipped, failed)
 
 
 def _record_not_submitted(state: State, store: _Recorder, c: ResourceChange, reason: str) -> None:

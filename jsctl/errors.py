@@ -1,4 +1,19 @@
-"""One hierarchy of user-facing errors; each carries the exit code the CLI returns."""
+"""One hierarchy of user-facing errors; each carries the exit code the CLI returns.
+
+    JsctlError                  every error a user can cause or fix (.message, .hint, .exit_code)
+    ├── ConfigError             job, workflow, variable or workspace files are wrong (.diagnostics)
+    ├── PlanError               no feasible placement, over budget, a stale saved plan (.plan: what was planned)
+    ├── RenderError             a provider could not render a job's artifact
+    ├── StateError              the state is unreadable, corrupt, or from another version
+    │   └── StateLockedError    another operation holds the state lock (.lock_info)
+    ├── ProviderError           a provider or engine refused or failed an operation
+    │   └── CapabilityError     the provider cannot do this (pause, scale... on its engine)
+    ├── UsageError              the request cannot be done (an unknown job, no terminal to ask)
+    └── WaitTimeoutError        jobs still running when a wait ran out of time (.statuses)
+
+The SDK (`import jsctl`) raises these and only these for what a user can fix; the CLI prints them
+without a traceback and exits with `exit_code`.
+"""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
@@ -60,8 +75,17 @@ class UsageError(JsctlError):
     like every error: 2 means "changes present" under `plan --detailed-exitcode`."""
 
 
+class WaitTimeoutError(JsctlError):
+    """`jsctl.wait` / `wait_all` ran out of time: `statuses` are the jobs as last seen (JobStatus)."""
+
+    def __init__(self, message: str, statuses: Sequence = (), hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.statuses = tuple(statuses)
+
+
 # the SDK a built-in provider's client imports (its top-level package) → the jsctl extra that installs it
-SDK_EXTRAS = {"kubernetes": "k8s", "boto3": "aws", "botocore": "aws", "google": "gcp", "azure": "azure"}
+SDK_EXTRAS = {"kubernetes": "k8s", "boto3": "aws", "botocore": "aws", "google": "gcp", "azure": "azure",
+              "starlette": "dashboard", "uvicorn": "dashboard"}
 
 
 def missing_sdk(exc: ModuleNotFoundError) -> ProviderError | None:

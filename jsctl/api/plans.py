@@ -128,8 +128,11 @@ def checkpoint_steps(sources: Sources, state: State, live: dict) -> dict[str, in
 
     out: dict[str, int | str | None] = {}
     for source in sources.jobs:
+        raw, status = state.resources.get(source.address), live.get(source.address)
+        if raw is None or (status is None and (raw.get("status") or {}).get("phase") not in ("FAILED", "CANCELLED",
+                                                                                             "UNKNOWN")):
+            continue  # not in state, or not to run again: no record to type (most of a large state)
         record = state.record(source.address)
-        status = live.get(source.address)
         phase = status.phase if status else (record.status.phase if record else None)
         if record is None or phase not in ("FAILED", "CANCELLED", "UNKNOWN") or finished(record, status):
             continue

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
 import pathlib
 
-from jsctl import apply
 from jsctl.cli.plan_cmds import EVENT_TEXT, event_text
 from jsctl.model.status import JobHandle
 
+apply = importlib.import_module("jsctl.apply")  # the module: `jsctl.apply` is the SDK's function (docs/sdk.md)
 H = JobHandle("local", "local", "js-a-1x2y")
 EVENTS = [apply.Stopping("job.a", H), apply.Destroyed("job.a"), apply.Updated("job.a"),
           apply.Waiting("job.b", "job.a"), apply.Skipped("job.b", "dependency job.a ended FAILED"),
