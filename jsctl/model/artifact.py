@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -67,11 +68,17 @@ class RenderedArtifact:
     secrets: tuple[str, ...] = ()  # names; values reach submit from the environment, never an artifact
     upstream: tuple[str, ...] = ()  # addresses this job waits for; submit gets their handles
 
-    @property
-    def digest(self) -> str:
+    @functools.cached_property
+    def digest(self) -> str:  # computed once: the plan, apply and the diff all ask for it
         body = json.dumps({"kind": self.kind, "files": self.files, "request": self.request.to_dict()},
                           sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()
+
+    def to_record(self) -> dict:
+        """What state keeps of it: everything but the files' text, which the plan file and the engine
+        hold (a batch script is most of a record); each file is named with its content's digest, so
+        that a plan can still say which file changed."""
+        return {**self.to_dict(), "files": [[name, content_digest(text)] for name, text in self.files]}
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "job_id": self.job_id, "files": [list(f) for f in self.files],
@@ -82,6 +89,21 @@ class RenderedArtifact:
     def from_dict(cls, d: Mapping[str, Any], request_type: type[Request]) -> "RenderedArtifact":
         return cls(d["kind"], d["job_id"], tuple((a, b) for a, b in d["files"]), request_type.from_dict(d["request"]),
                    d["summary"], tuple(d.get("notes", ())), tuple(d.get("secrets", ())), tuple(d.get("upstream", ())))
+
+
+def content_digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def recorded_file_digests(prior: Mapping[str, Any] | None) -> dict[str, str]:
+    """name → content digest of the files a recorded artifact names (its text where an older jsctl kept it)."""
+    out: dict[str, str] = {}
+    for entry in (prior or {}).get("files") or ():
+        if isinstance(entry, (list, tuple)) and len(entry) == 2:
+            name, value = entry
+            out[str(name)] = value if str(value).startswith("sha256:") and len(value) == 71 else \
+                content_digest(str(value))
+    return out
 
 
 class Action(Word):

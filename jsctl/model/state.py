@@ -1,7 +1,6 @@
 """The state document: pure data and the operations on it; no I/O here."""
 from __future__ import annotations
 
-import copy
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
@@ -277,7 +276,11 @@ class State:
                    if isinstance(not_submitted, Mapping) else {})
 
     def copy(self) -> "State":
-        return copy.deepcopy(self)
+        """A copy that later changes to either leave alone. Records are replaced whole, never changed in
+        place (put, observe, remove), so each record's top level is copied and what it nests is shared:
+        a deep copy of 5,000 records took a second."""
+        return State(self.serial, self.lineage, {a: dict(r) for a, r in self.resources.items()},
+                     dict(self.generations), {a: dict(v) for a, v in self.not_submitted.items()})
 
     def next_generation(self, address: str) -> int:
         prior = self.resources.get(address)

@@ -212,7 +212,7 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
             action, reasons = "replace", (f"placement moves from {prior.cluster} to {placement.cluster}",)
         else:
             assert built.artifact is not None
-            verdict = registry.get(placement.provider).diff(prior.artifact, built.artifact)
+            verdict = registry.get(placement.provider).diff(prior.artifact, built.artifact, prior.artifact_digest)
             action, reasons, forces = verdict.action, verdict.reasons, verdict.fields
             if action == "no-op" and prior.spec != built.spec.document:
                 action = "update"  # bookkeeping only (labels, ...): what runs stays as it is

@@ -13,7 +13,8 @@ from typing import Any, Iterator, Mapping
 
 from jsctl.config.diagnostics import Diagnostic
 from jsctl.errors import CapabilityError
-from jsctl.model.artifact import Change, RenderedArtifact, Request, request_change
+from jsctl.model.artifact import (Change, RenderedArtifact, Request, content_digest, recorded_file_digests,
+                                  request_change)
 from jsctl.model.catalog import Catalog
 from jsctl.model.cluster import Capabilities, Cluster, Facts, Offer
 from jsctl.model.job import JobContext
@@ -70,18 +71,19 @@ class Provider(ABC):
     def request_type(self) -> type[Request]:
         """The frozen Request subclass this provider renders (to read a saved plan back)."""
 
-    def diff(self, prior: Mapping[str, Any] | None, artifact: RenderedArtifact) -> Change:
-        """Compare the recorded artifact (its dict, from state) with a new one: request fields that
-        changed, and whether they force replacement (Request.IN_PLACE fields do not)."""
-        if prior is not None and prior.get("request") is not None:
-            try:
-                if RenderedArtifact.from_dict(prior, self.request_type()).digest == artifact.digest:
-                    return Change("no-op")
-            except (TypeError, KeyError):  # recorded by an older jsctl: compare field by field below
-                pass
+    def diff(self, prior: Mapping[str, Any] | None, artifact: RenderedArtifact,
+             prior_digest: str | None = None) -> Change:
+        """Compare the recorded artifact (its dict, from state: files named by their digests, or with
+        their text when an older jsctl recorded it) and the recorded digest with a new one: request
+        fields that changed, and whether they force replacement (Request.IN_PLACE fields do not)."""
+        if prior_digest is not None and prior_digest == artifact.digest:
+            return Change("no-op")
         change = request_change((prior or {}).get("request"), artifact.request)
-        if change.action == "no-op":  # same request, other files
-            changed = [n for n, c in artifact.files if [n, c] not in [list(f) for f in (prior or {}).get("files", ())]]
+        if change.action == "no-op":
+            before = recorded_file_digests(prior)
+            changed = [n for n, text in artifact.files if before.get(n) != content_digest(text)]
+            if not changed and prior_digest is None:
+                return Change("no-op")  # no digest recorded: the same request and files are the same job
             return Change("replace", tuple(f"{n} changed (forces replacement)" for n in changed) or
                           ("artifact changed",), tuple(f"files.{n}" for n in changed))
         return change

@@ -113,9 +113,10 @@ class SlurmProvider(Provider):
     def request_type(self) -> type[SbatchRequest]:
         return SbatchRequest
 
-    def diff(self, prior: Mapping[str, Any] | None, artifact: RenderedArtifact) -> Change:
+    def diff(self, prior: Mapping[str, Any] | None, artifact: RenderedArtifact,
+             prior_digest: str | None = None) -> Change:
         """Changed #SBATCH options force a new job; a changed script body shows as its comment hash."""
-        change = super().diff(prior, artifact)
+        change = super().diff(prior, artifact, prior_digest)
         if "request.options.comment" not in change.fields:
             return change
         reasons = [r for r in change.reasons if not r.startswith("request.options.comment ")]

@@ -23,6 +23,7 @@ from jsctl.providers.slurm.settings import SlurmSettings
 from jsctl.render import launch, shquote
 
 SAFE_SBATCH = re.compile(r"[A-Za-z0-9_.:/@=+,%-]+")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 PER_TASK_NAMES = ("SLURM_PROCID", "SLURM_NODEID", "SLURM_LOCALID", "NODE_RANK")
 LOW_PRIORITY_NICE = 10000
 COMMENT_PREFIX = "jsctl:"
@@ -32,7 +33,7 @@ TEMPLATE = "sbatch.sh.j2"  # in this package's templates/
 def sbatch_value(value: Any) -> str:
     """One value of an `#SBATCH --opt=VALUE` line, as sbatch's own parser reads it."""
     text = str(value)
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+    if CONTROL.search(text):
         raise RenderError(f"{text!r} cannot appear in an #SBATCH line (control character or newline)")
     if SAFE_SBATCH.fullmatch(text):
         return text

@@ -360,6 +360,24 @@ def test_diff(tmp_path):
     assert "script body changed (forces replacement)" in verdict.reasons
 
 
+def test_diff_against_the_record_state_keeps(tmp_path):
+    """State keeps each file's digest, not its text (the batch script is most of a record); the diff
+    still finds the same job unchanged, and a changed script still forces replacement. A record an older
+    jsctl wrote (the script's text, no artifact digest) compares the same way."""
+    provider = SlurmProvider()
+    art = gpu_change(tmp_path).artifact
+    record = art.to_record()
+    assert all(text.startswith("sha256:") and len(text) == 71 for _, text in record["files"])
+    assert len(json.dumps(record)) < len(json.dumps(art.to_dict())) / 2
+    assert provider.diff(record, art, art.digest).action == "no-op"
+    assert provider.diff(record, art).action == "no-op"
+    assert provider.diff(art.to_dict(), art).action == "no-op"  # an older record: the text itself
+    edited = dataclasses.replace(art, files=tuple((n, t + "# edited by hand\n") for n, t in art.files))
+    for prior, digest in ((record, art.digest), (record, None), (art.to_dict(), None)):
+        verdict = provider.diff(prior, edited, digest)
+        assert verdict.action == "replace" and verdict.fields == tuple(f"files.{n}" for n, _ in art.files), verdict
+
+
 def test_finetune_llama_summary(tmp_path):
     inv = os.path.join(os.path.dirname(__file__), "..", "..", "golden", "slurm", "jsctl.yaml")
     (c,) = plan_changes(tmp_path, {}, [os.path.join(EXAMPLES, "finetune-llama.yaml")], inventory=inv)
