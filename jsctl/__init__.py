@@ -42,7 +42,7 @@ _RESULTS = {
     "jsctl.plan.cost": ("PlanCost", "CostEstimate"),
     "jsctl.apply": ("ApplyResult", "ApplyEvent"),
     "jsctl.model.status": ("JobHandle",),
-    "jsctl.api.jobs": ("JobStatus", "JobDetail", "Controlled", "Paused", "ScalePlan", "Tuned"),
+    "jsctl.api.jobs": ("JobStatus", "JobDetail", "ArtifactFile", "Controlled", "Paused", "ScalePlan", "Tuned"),
     "jsctl.metrics": ("MetricsSummary", "MetricStats"),
     "jsctl.plan.tuning": ("Recommendation",),
     "jsctl.api.reports": ("ClusterStatus",),
@@ -112,8 +112,8 @@ sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:  # what type checkers and editors see; nothing of it is imported at run time
     from jsctl.api.flows import FINAL_PHASES, apply, wait, wait_all
-    from jsctl.api.jobs import (Controlled, JobDetail, JobStatus, Paused, ScalePlan, Tuned, advise, describe, logs,
-                                metrics, pause, plan_scale, resume, scale, status, stop, tune)
+    from jsctl.api.jobs import (ArtifactFile, Controlled, JobDetail, JobStatus, Paused, ScalePlan, Tuned, advise,
+                                describe, logs, metrics, pause, plan_scale, resume, scale, status, stop, tune)
     from jsctl.api.live import force_unlock, open_workspace, probe
     from jsctl.api.plans import Validation, check_remote, plan, validate, variables
     from jsctl.api.reports import ClusterStatus, cluster_status, cost_report, offers

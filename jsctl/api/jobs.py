@@ -50,6 +50,20 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
+class ArtifactFile:
+    """One file of a submitted job's artifact: state records its digest; the text comes from the engine
+    (the run directory, Slurm's copy of the batch script), or from a record an older jsctl wrote."""
+
+    name: str
+    digest: str  # "sha256:…", as recorded
+    text: str | None  # None: the engine does not hold it (any more)
+    matches: bool | None  # whether that text still has the recorded digest (None without text)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "digest": self.digest, "text": self.text, "matches": self.matches}
+
+
+@dataclass(frozen=True)
 class JobDetail:
     """Everything state knows about one job (`jsctl describe`), with its status as just observed.
     A job apply did not submit has `not_submitted`, and a `record` only if an earlier run of it is in
@@ -61,6 +75,7 @@ class JobDetail:
     recommendation: Recommendation | None = None  # a running job's strategy, judged by what it measured
     events: tuple[EngineEvent, ...] = ()  # what the engine recorded about the job, oldest first
     events_error: str | None = None  # why the engine's events could not be read (describe shows the rest)
+    files: tuple[ArtifactFile, ...] = ()  # the artifact's files, their text as the engine holds it
 
 
 @dataclass(frozen=True)
@@ -134,7 +149,28 @@ def describe(ws: Workspace, job: str, echo: Echo | None = None) -> JobDetail:
             advice = None
     record = seen.record(address)
     events, events_error = _engine_events(ws, record) if record is not None else ((), None)
-    return JobDetail(row, record, seen.unsubmitted().get(address), advice, events, events_error)
+    files = artifact_files(ws, record) if record is not None else ()
+    return JobDetail(row, record, seen.unsubmitted().get(address), advice, events, events_error, files)
+
+
+def artifact_files(ws: Workspace, record: StateRecord) -> tuple[ArtifactFile, ...]:
+    """The recorded artifact's files with their text, best effort: from the record where an older jsctl
+    kept it there, else from the engine (ProviderClient.artifact_files); a file the engine no longer
+    holds has no text."""
+    from jsctl.model.artifact import content_digest, recorded_file_digests
+    from jsctl.providers.registry import Clients
+
+    recorded = record.artifact or {}
+    digests = recorded_file_digests(recorded)
+    texts = {name: value for name, value in recorded.get("files") or () if value != digests.get(name)}
+    if len(texts) < len(digests) and record.handle is not None:
+        try:
+            texts = {**Clients(ws).get(record.handle.cluster).artifact_files(record.handle, recorded), **texts}
+        except Exception:  # noqa: BLE001 - an engine that cannot answer: the digests still show
+            pass
+    return tuple(ArtifactFile(name, digest, texts.get(name),
+                              None if name not in texts else content_digest(texts[name]) == digest)
+                 for name, digest in digests.items())
 
 
 def _engine_events(ws: Workspace, record: StateRecord) -> tuple[tuple[EngineEvent, ...], str | None]:

@@ -108,8 +108,13 @@ def describe(words, workspace_file) -> None:
     _print_engine_events(detail.events, detail.events_error)
     art = record.artifact or {}
     click.echo(f"Artifact:   {art.get('summary')}, sha256 {record.artifact_digest}")
-    for name, content in art.get("files") or []:
-        click.echo(f"---- {name} ----\n{content.rstrip()}")
+    for f in detail.files:
+        if f.text is None:
+            click.echo(f"---- {f.name} ({f.digest}; the engine no longer holds it: jsctl plan --show-artifacts "
+                       "renders it again) ----")
+        else:
+            changed = "" if f.matches else f" (changed since it was submitted: recorded {f.digest})"
+            click.echo(f"---- {f.name}{changed} ----\n{f.text.rstrip()}")
     click.echo("Spec:\n" + json.dumps(record.spec, indent=2))
 
 

@@ -131,6 +131,12 @@ class ProviderClient(ABC):
         here never fails describe."""
         return []
 
+    def artifact_files(self, handle: JobHandle, recorded: Mapping[str, Any]) -> dict[str, str]:
+        """The text of the job's artifact files as the engine holds them (state keeps only each file's
+        digest; `recorded` is the artifact as state has it), for describe and the dashboard; the files it
+        cannot give are left out (the default: all)."""
+        return {}
+
     def check(self, artifact: RenderedArtifact) -> str:
         raise CapabilityError(f"provider {self.provider} cannot check a job against the scheduler (--check-remote)")
 

@@ -85,6 +85,19 @@ class LocalClient(ProviderClient):
     def refresh(self, handles: list[JobHandle]) -> dict[JobHandle, LiveStatus]:
         return {h: self._status(h) for h in handles}
 
+    def artifact_files(self, handle: JobHandle, recorded: Mapping[str, Any]) -> dict[str, str]:
+        """The files as submit wrote them into the run directory."""
+        out: dict[str, str] = {}
+        for name, _ in recorded.get("files") or ():
+            if not isinstance(name, str) or os.sep in name or name in ("", ".", ".."):
+                continue
+            try:
+                with open(os.path.join(self._dir(handle), name), encoding="utf-8") as fh:
+                    out[name] = fh.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+        return out
+
     def _status(self, handle: JobHandle) -> LiveStatus:
         status = runs.read_json(os.path.join(self._dir(handle), runs.STATUS))
         if status is None:

@@ -11,7 +11,7 @@ import queue
 import tarfile
 import threading
 import time
-from typing import Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from jsctl.errors import CapabilityError, ProviderError
 from jsctl.model.artifact import RenderedArtifact
@@ -363,6 +363,12 @@ class SlurmClient(ProviderClient):
         raise ProviderError(f"{handle} checkpointed but could not be held in the queue within {timeout_s:g}s"
                             + (f": {error}" if error else ""),
                             hint="it requeues and continues from its checkpoint; run jsctl pause again to hold it")
+
+    def artifact_files(self, handle: JobHandle, recorded: Mapping[str, Any]) -> dict[str, str]:
+        """The batch script, as Slurm keeps it while it knows the job (`scontrol write batch_script`)."""
+        name = (recorded.get("request") or {}).get("script")
+        res = self.runner.run(["scontrol", "write", "batch_script", handle.id, "-"])
+        return {name: res.stdout} if isinstance(name, str) and res.ok and res.stdout else {}
 
     def _batch_script(self, handle: JobHandle) -> str:
         res = self.runner.run(["scontrol", "write", "batch_script", handle.id, "-"])

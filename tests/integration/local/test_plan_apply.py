@@ -160,6 +160,10 @@ def test_target_destroy_describe_logs(ws):
     code, out, _ = run_cli("describe", "a")
     assert code == 0 and "job.a" in out and "local-run" not in out and "run.json" in out and "Events:" in out
     assert "Engine events" not in out  # the local provider keeps none (ProviderClient.events' default)
+    # state keeps each file's digest; describe shows its text as the run directory holds it
+    recorded = json.loads((ws / ".jsctl" / "state.json").read_text())["resources"]["job.a"]["artifact"]["files"]
+    assert [name for name, _ in recorded] == ["run.json"] and recorded[0][1].startswith("sha256:")
+    assert "---- run.json ----\n{" in out and "line$i" in out
     code, out, err = run_cli("destroy", "-f", "a.yaml", "-f", "b.yaml", "--auto-approve")
     assert code == 0, err
     assert "Destroy complete! Resources: 0 added, 0 changed, 2 destroyed." in out

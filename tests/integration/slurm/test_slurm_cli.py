@@ -59,6 +59,9 @@ def test_failed_middle_job_cancels_the_last(ws, jsctl, wait_done):
 def test_stop_and_drift(ws, jsctl, status):
     apply(jsctl, "-f", "sleeper.yaml")
     wait_for(lambda: status()["sleeper"]["phase"] == "RUNNING", 60, what="sleeper to run")
+    # state keeps the batch script's digest; describe shows the script as Slurm holds it
+    code, out, err = jsctl("describe", "sleeper")
+    assert code == 0 and "#!/bin/bash" in out and "#SBATCH" in out and "changed since" not in out, out + err
     code, out, err = jsctl("stop", "sleeper")
     assert code == 0 and "Stopped" in out, err
     wait_for(lambda: status()["sleeper"]["engine_state"] == "CANCELLED", 30, what="scancel")
