@@ -27,6 +27,11 @@ def describe(change) -> str:
 def planned(workspace_file: str, job_file: str) -> tuple:
     """The changes of a plan of one job or workflow file on a workspace, from an empty state, with the
     workspace's catalog file applied as the CLI applies it."""
+    return plan_of(workspace_file, job_file).changes
+
+
+def plan_of(workspace_file: str, job_file: str):
+    """That plan itself (its warnings, cost, ...)."""
     from jsctl.config import workspace
     from jsctl.config.variables import Variables
     from jsctl.model.state import State
@@ -37,4 +42,4 @@ def planned(workspace_file: str, job_file: str) -> tuple:
     sources, diags = load_sources([job_file], Variables({}))
     assert not diags, diags
     ws = workspace.load(workspace_file)
-    return make_plan(PlanInputs(sources, State(), ws, files=(job_file,), catalog=catalog.load(ws.catalog))).changes
+    return make_plan(PlanInputs(sources, State(), ws, files=(job_file,), catalog=catalog.load(ws.catalog)))

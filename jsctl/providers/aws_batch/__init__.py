@@ -95,12 +95,6 @@ class AwsBatchProvider(CloudProvider):
                          "environment's launch template must provide them (JETSTREAM_MOUNT_* name them)")
         if launch.deepspeed_config(job):
             notes.append("the generated DeepSpeed config reaches the job in JETSTREAM_STRATEGY only (no file)")
-        if skipped:
-            notes.append(f"labels not valid as AWS tags, left out: {', '.join(skipped)}")
-        hooks = [k for k in ("pre_run", "post_success", "post_failure") if getattr(job.spec.lifecycle, k)]
-        if hooks:
-            notes.append(f"warning: {', '.join(hooks)} not run on AWS Batch (the container runs the launcher "
-                         "itself, so that signals reach it)")
         if job.depends_on:
             notes.append("dependsOn: AWS Batch starts it after its upstream jobs succeed")
         return RenderedArtifact("aws-batch-job", job.job_id, ((name, text),), request, summary, tuple(notes),

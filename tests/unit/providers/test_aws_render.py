@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from goldens import planned
+from goldens import plan_of, planned
 from jsctl.config.diagnostics import Diagnostic
 from jsctl.errors import ProviderError
 from jsctl.model.cluster import Cluster
@@ -99,7 +99,10 @@ def test_tags_carry_address_and_job_id_and_valid_labels(tmp_path):
     assert tags["jsctl:address"] == "job.t" and tags["jsctl:job-id"] == c.job_id and tags["jsctl:generation"] == "1"
     assert tags["team"] == "ml" and "bad key!" not in tags and "note" not in tags
     assert tags["jsctl:content-hash"] == r["content_hash"] == r["definition"]["tags"]["jsctl:content-hash"]
-    assert any("bad key!" in n for n in c.artifact.notes)
+    # said once, as the plan's warning (AWS06), not again in the artifact's notes
+    assert not any("bad key!" in n for n in c.artifact.notes)
+    plan = plan_of(str(tmp_path / "jsctl.yaml"), str(tmp_path / "j.yaml"))
+    assert len([w for w in plan.warnings if "bad key!" in w]) == 1, plan.warnings
 
 
 def test_content_hash_changes_with_the_definition_only(tmp_path):
