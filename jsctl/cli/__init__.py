@@ -130,9 +130,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from jsctl.cli import config_cmds, job_cmds, plan_cmds, report_cmds, state_cmds
+    from jsctl.cli import config_cmds, dashboard_cmds, job_cmds, plan_cmds, report_cmds, state_cmds
 
-    for module in (config_cmds, plan_cmds, job_cmds, report_cmds, state_cmds):
+    for module in (config_cmds, plan_cmds, job_cmds, report_cmds, state_cmds, dashboard_cmds):
         for command in module.COMMANDS:
             cli.add_command(command)
 

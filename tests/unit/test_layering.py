@@ -12,6 +12,7 @@ builds on, never a stage that comes after it. Every import counts, also those in
     apply             carries out a plan through provider clients and records state
     api               the SDK: every verb as a function
     cli               parses arguments and prints what api returns
+    dashboard         a web page over api (`jsctl dashboard`, started by the cli)
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ ALLOWED = {
     "jsctl.metrics": BASE | {"jsctl.metrics"},
     "jsctl.api": BASE | {"jsctl.config", "jsctl.plan", "jsctl.providers", "jsctl.state", "jsctl.apply",
                          "jsctl.metrics", "jsctl.api"},
-    "jsctl.cli": BASE | {"jsctl.config", "jsctl.api", "jsctl.cli", "jsctl.metrics", "jsctl.plan"},
+    "jsctl.dashboard": BASE | {"jsctl.config", "jsctl.api", "jsctl.dashboard"},  # a view of the SDK, as the CLI is
+    "jsctl.cli": BASE | {"jsctl.config", "jsctl.api", "jsctl.cli", "jsctl.metrics", "jsctl.plan", "jsctl.dashboard"},
     "jsctl.__main__": {"jsctl.cli"},
 }
 
