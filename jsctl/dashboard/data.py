@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from jsctl import api
+from jsctl.api.jobs import artifact_files
 from jsctl.errors import JsctlError, UsageError
 from jsctl.model.job import Placement
 
@@ -193,7 +194,9 @@ class Dashboard:
             events=[e.to_dict() for e in record.events],
             engine_events=[e.to_dict() for e in detail.events], engine_events_error=detail.events_error,
             artifact={"summary": art.get("summary"), "digest": record.artifact_digest,
-                      "files": [[name, content] for name, content in art.get("files") or []]},
+                      "files": [[f.name, f.text if f.text is not None else
+                                 f"({f.digest}: the engine no longer holds this file)"]
+                                for f in artifact_files(self.ws, record)]},
             recommendation=advice.describe() if advice is not None and advice.wrong else None)
         return out
 
