@@ -119,3 +119,15 @@ def test_cross_site_and_csrf_less_posts_are_refused(tmp_path, monkeypatch):
     ok = c.post("/api/jobs/nope/stop", headers={"Origin": LOCAL, "X-Jsctl-Csrf": guard.csrf,
                                                 "Sec-Fetch-Site": "same-origin"})
     assert ok.status_code == 404
+
+
+def test_a_non_editable_install_ships_the_page():
+    import fnmatch
+    import pathlib
+    import tomllib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["jsctl"]
+    static = [p.relative_to(root / "jsctl").as_posix() for p in (root / "jsctl" / "dashboard" / "static").iterdir()]
+    assert {"dashboard/static/index.html", "dashboard/static/app.js", "dashboard/static/app.css"} <= set(static)
+    assert all(any(fnmatch.fnmatch(name, pattern) for pattern in patterns) for name in static), static

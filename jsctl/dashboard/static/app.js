@@ -162,7 +162,8 @@
     const sy = (y) => pad.t + ph - (y - ymin) / (ymax - ymin) * ph;
     const yfmt = opts.yfmt || fmtNum, xfmt = opts.xfmt || fmtNum;
     const grid = s("g", { class: "grid" });
-    for (const v of ticks(ymin, ymax, 4)) {
+    const unit = opts.yunit ? opts.yunit(Math.max(Math.abs(ymin), Math.abs(ymax))) : 1;  // round ticks in MiB, not bytes
+    for (const v of ticks(ymin / unit, ymax / unit, 4).map((t) => t * unit)) {
       grid.appendChild(s("line", { x1: pad.l, x2: W - pad.r, y1: sy(v), y2: sy(v) }));
       grid.appendChild(s("text", { x: pad.l - 6, y: sy(v) + 4, "text-anchor": "end", text: yfmt(v) }));
     }
@@ -332,7 +333,7 @@
     { key: "loss", title: "loss", fmt: fmtNum },
     { key: "samples_per_s", title: "samples/s", fmt: fmtNum, yzero: true },
     { key: "step_time_s", title: "step time", fmt: fmtSeconds, yzero: true },
-    { key: "peak_mem_bytes", title: "memory (peak)", fmt: fmtBytes, yzero: true },
+    { key: "peak_mem_bytes", title: "memory (peak)", fmt: fmtBytes, yzero: true, yunit: (max) => (max >= 2 ** 31 ? 2 ** 30 : 2 ** 20) },
   ];
 
   function jobPage(main, address) {
@@ -551,7 +552,7 @@
       }
       for (const c of CURVES) {
         const series = m.series.map((sr) => ({ name: "rank " + sr.rank, xs: sr.step, ys: sr[c.key] }));
-        const svg = lineChart(byId("chart-" + c.key), { series, markers, yfmt: c.fmt, yzero: c.yzero, xlabel: "step" });
+        const svg = lineChart(byId("chart-" + c.key), { series, markers, yfmt: c.fmt, yzero: c.yzero, yunit: c.yunit, xlabel: "step" });
         svg.setAttribute("data-metric", c.key);
         const sr = m.series[0];
         let latest = null;
