@@ -7,6 +7,7 @@ import json
 from importlib import resources
 from typing import Any, Mapping
 
+from jsctl.config import schemacheck
 from jsctl.config.diagnostics import Diagnostic, did_you_mean, error, show_value
 from jsctl.config.loader import Document
 
@@ -38,54 +39,31 @@ def _compiled(text: str) -> Any:
 def validate(doc: Document, name: str, data: Any = None) -> list[Diagnostic]:
     """Every schema violation in the document, one diagnostic each, at the offending key or value."""
     data = doc.data if data is None else data
-    if _known_valid(name, data):
-        return []
+    check = _check(name)
+    if check is not None and check(data):
+        return []  # valid (schemacheck says so only when jsonschema would): jsonschema not even imported
     return _collect(doc, _validator(name), data, ())
 
 
-_VALID: dict[tuple[str, str, str], bool] = {}  # (schema, section, its repr) -> valid
-_MEMO_LIMIT = 20_000
-
-
 @functools.lru_cache(maxsize=None)
-def _sections(name: str) -> dict[str, Any] | None:
-    """Validators for each top-level section of a schema that is only `properties`, `required` and
-    `additionalProperties: false` on an object without references: a document is valid exactly when
-    its keys are allowed and present and each section is valid, so sections are checked (and
-    remembered) one by one. None for any other schema."""
-    from jsonschema import Draft202012Validator
-
-    found = schema(name)
-    if set(found) - {"$schema", "$id", "title", "description", "type", "additionalProperties", "properties",
-                     "required"} or found.get("type") != "object" or found.get("additionalProperties") is not False \
-            or "$ref" in json.dumps(found) or "$dynamicRef" in json.dumps(found):
-        return None
-    return {key: Draft202012Validator(sub) for key, sub in found.get("properties", {}).items()}
+def _check(name: str) -> Any:
+    return schemacheck.compile_schema(schema(name))
 
 
-def _known_valid(name: str, data: Any) -> bool:
-    """True when `data` is valid against schema `name`, found section by section: the sections a
-    sweep of jobs shares are validated once. False means: validate in full (it may still be valid)."""
-    sections = _sections(name)
-    if sections is None or not isinstance(data, dict) or any(k not in sections for k in data) \
-            or any(k not in data for k in schema(name).get("required", ())):
-        return False
-    if len(_VALID) > _MEMO_LIMIT:
-        _VALID.clear()
-    for key, value in data.items():
-        memo = (name, key, repr(value))  # plain data: equal reprs, equal values
-        ok = _VALID.get(memo)
-        if ok is None:
-            ok = _VALID[memo] = sections[key].is_valid(value)
-        if not ok:
-            return False
-    return True
+@functools.lru_cache(maxsize=64)
+def _part_check(text: str) -> Any:
+    return schemacheck.compile_schema(json.loads(text))
 
 
 def validate_part(doc: Document, schema_: Mapping[str, Any], data: Any, at: tuple) -> list[Diagnostic]:
     """Violations of `schema_` (e.g. a provider's settings schema) by `data`, the part of the document
-    at path `at`, positioned in the document. Raises jsonschema's SchemaError for a broken schema."""
-    return _collect(doc, _compiled(json.dumps(schema_, sort_keys=True)), data, at)
+    at path `at`, positioned in the document. Raises jsonschema's SchemaError for a broken schema
+    (schemacheck compiles only schemas the meta-schema accepts: others go to jsonschema)."""
+    text = json.dumps(schema_, sort_keys=True)
+    check = _part_check(text)
+    if check is not None and check(data):
+        return []
+    return _collect(doc, _compiled(text), data, at)
 
 
 def _collect(doc: Document, validator: Any, data: Any, at: tuple) -> list[Diagnostic]:

@@ -148,8 +148,6 @@ def provider_install_hint(name: str, installed: list[str]) -> str:
 
 def check_clusters(doc: Document, providers: Mapping[str, SchemaSource]) -> list[Diagnostic]:
     """Each cluster's provider is installed and its settings pass the provider's schema (positioned)."""
-    from jsonschema.exceptions import SchemaError
-
     out: list[Diagnostic] = []
     installed = sorted(providers)
     for i, c in enumerate(doc.data.get("clusters") or []):
@@ -163,7 +161,11 @@ def check_clusters(doc: Document, providers: Mapping[str, SchemaSource]) -> list
         found = providers[name]
         try:
             out.extend(schema.validate_part(doc, found() if callable(found) else found, settings, ("clusters", i)))
-        except SchemaError as exc:  # the provider's bug, but say whose
+        except Exception as exc:  # jsonschema (imported only if a check needs it) on the provider's bug: say whose
+            from jsonschema.exceptions import SchemaError
+
+            if not isinstance(exc, SchemaError):
+                raise
             p = doc.where(("clusters", i, "provider"))
             out.append(error("WS03", f"provider '{name}' has an invalid settings schema: {exc.message}",
                              doc.path, p.line, p.col))
