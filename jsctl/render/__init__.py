@@ -38,6 +38,12 @@ def environment(package: str) -> Any:
     return env
 
 
+@functools.lru_cache(maxsize=None)
+def _template(package: str, template: str) -> Any:
+    """Loaded and compiled once per process (get_template would look at the file on every call)."""
+    return environment(package).get_template(template)
+
+
 def render(package: str, template: str, **context: Any) -> str:
     """`template` from `package`'s templates (a provider passes its own package, e.g. `__package__`)."""
-    return environment(package).get_template(template).render(**context)
+    return _template(package, template).render(**context)

@@ -188,6 +188,8 @@ def expand(arg: str, env: Mapping[str, str]) -> str:
 
 def shell_word(arg: str, ctx: JobContext) -> str:
     """One shell word: literal text single-quoted, run-time `${NAME}` left to expand, nothing else."""
+    if "${" not in arg:  # no reference: the whole word is literal (most words)
+        return shquote(arg)
     parts: list[str] = []
     last = 0
     for m in VAR.finditer(arg):
