@@ -130,9 +130,26 @@ def _compile(schema: Any) -> Check:
     checks.extend(_combinators(schema))
     if not checks:
         return lambda x: True
+    return _every(checks)
+
+
+def _every(checks: list[Check]) -> Check:
+    """One check doing all of `checks` in order (unrolled: this runs for every value of every job)."""
     if len(checks) == 1:
         return checks[0]
-    return lambda x: all(c(x) for c in checks)
+    if len(checks) == 2:
+        a, b = checks
+        return lambda x: a(x) and b(x)
+    if len(checks) == 3:
+        a, b, c = checks
+        return lambda x: a(x) and b(x) and c(x)
+
+    def every(x: Any) -> bool:
+        for check in checks:
+            if not check(x):
+                return False
+        return True
+    return every
 
 
 URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\\<>\"{}|^`]*")
@@ -187,7 +204,13 @@ def _array_checks(schema: Mapping[str, Any]) -> list[Check]:
     out: list[Check] = []
     if "items" in schema:
         item = _compile(schema["items"])
-        out.append(lambda x: not isinstance(x, list) or all(item(v) for v in x))
+        def each(x: Any, item: Check = item) -> bool:
+            if isinstance(x, list):
+                for v in x:
+                    if not item(v):
+                        return False
+            return True
+        out.append(each)
     if "minItems" in schema:
         out.append(lambda x, b=_count(schema, "minItems"): not isinstance(x, list) or len(x) >= b)
     if "maxItems" in schema:
@@ -233,7 +256,8 @@ def _object_checks(schema: Mapping[str, Any]) -> list[Check]:
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required) \
                 or len(set(required)) < len(required):
             raise Unsupported("required")
-        out.append(lambda x, r=tuple(required): not isinstance(x, dict) or all(k in x for k in r))
+        keys = frozenset(required)
+        out.append(lambda x: not isinstance(x, dict) or keys <= x.keys())
     if "propertyNames" in schema:
         name = _compile(schema["propertyNames"])
         out.append(lambda x: not isinstance(x, dict) or all(name(k) for k in x))

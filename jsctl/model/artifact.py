@@ -25,9 +25,11 @@ def _frozen(value: Any) -> Any:
 
 def _plain(value: Any) -> Any:
     """The JSON form of a Request value: tuples become lists."""
+    if value is None or isinstance(value, (str, int, float)):  # most values (before the slower Mapping check)
+        return value
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
+    if isinstance(value, (dict, Mapping)):
         return {k: _plain(v) for k, v in value.items()}
     return value
 

@@ -15,6 +15,8 @@ class FieldChange:
 def field_changes(before: Any, after: Any, prefix: str = "") -> list[FieldChange]:
     """Leaf-level changes, lists compared whole (a changed command is one change)."""
     if isinstance(before, dict) and isinstance(after, dict):
+        if before == after:  # (values from two loadings are never the same NaN object: == is exact here)
+            return []
         out: list[FieldChange] = []
         for key in list(before) + [k for k in after if k not in before]:
             path = f"{prefix}.{key}" if prefix else str(key)

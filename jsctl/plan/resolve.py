@@ -90,7 +90,7 @@ def load_sources(paths: Iterable[str], variables: Variables, runtime: RuntimeNam
         if doc.kind == "workflow":
             continue
         refs = _references(doc)
-        if os.path.realpath(doc.path) in claimed:  # a job file that a workflow here names is planned as part of it
+        if claimed and os.path.realpath(doc.path) in claimed:  # a job file that a workflow here names is planned as part of it
             if refs and templates:
                 workflow = claimed[os.path.realpath(doc.path)]  # one line per file: it is not a problem
                 diags.append(note("R000", f"{_shown(refs)} resolved by workflow '{workflow}' "

@@ -141,7 +141,7 @@ def environment(ctx: JobContext, mounts: Mapping[str, str] | None = None,
         if ckpt.keep_latest:
             env["JETSTREAM_KEEP_LATEST"] = str(ckpt.keep_latest)
     env.update(dict(spec.environment.env_vars))
-    for name, value in torchrun_environment().items():
+    for name, value in _TORCHRUN_ENV.items():
         env.setdefault(name, value)  # after env_vars: a value may name one of them (MASTER_ADDR)
     return env
 
@@ -174,6 +174,9 @@ def torchrun_environment() -> dict[str, str]:
     env = {pet_name(opt): value for opt, value in TORCHRUN_OPTIONS}
     env[pet_name("--signals-to-handle")] = SIGNALS_TO_HANDLE
     return env
+
+
+_TORCHRUN_ENV = torchrun_environment()  # what `environment` adds to every job (read only)
 
 
 def env_name(name: str) -> str:

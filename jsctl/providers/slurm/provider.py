@@ -36,7 +36,7 @@ class SlurmProvider(Provider):
         """The cluster's settings: the inventory entry the planner put in the context, else the
         settings a probe carried, else none (defaults)."""
         if job.cluster is not None:
-            return SlurmSettings.of(job.cluster)
+            return _settings_of(job.cluster)
         if facts is not None and "cluster_settings" in facts.data:
             return SlurmSettings.of(Cluster(job.placement.cluster, "slurm", facts.data["cluster_settings"]))
         return SlurmSettings.of(Cluster(job.placement.cluster, "slurm", {}))
@@ -126,6 +126,20 @@ class SlurmProvider(Provider):
         from jsctl.providers.slurm.client import SlurmClient
 
         return SlurmClient(cluster, workspace_dir)
+
+
+_SETTINGS: dict[int, tuple[Cluster, SlurmSettings]] = {}  # id(cluster) -> (it, its settings): read once, not per job
+
+
+def _settings_of(cluster: Cluster) -> SlurmSettings:
+    hit = _SETTINGS.get(id(cluster))
+    if hit is not None and hit[0] is cluster:
+        return hit[1]
+    settings = SlurmSettings.of(cluster)
+    if len(_SETTINGS) >= 64:
+        _SETTINGS.clear()
+    _SETTINGS[id(cluster)] = (cluster, settings)  # holds the cluster: its id is not reused meanwhile
+    return settings
 
 
 def _qos(settings: SlurmSettings, partition: str, priority: str) -> str | None:

@@ -8,6 +8,7 @@ Values reach the script in two dialects, each quoted for its reader:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import posixpath
 import re
@@ -94,7 +95,12 @@ def container(settings: SlurmSettings, spec: JobSpec, runtime_dir: str | None = 
 def runtime_dir(log_root: str, package: launch.RuntimePackage) -> str:
     """Where submit stages jsruntime for the job (SlurmClient.submit): beside the log directory, so on
     a file system every node sees, in a directory named by the package's content hash."""
-    path = posixpath.join(posixpath.dirname(log_root), "runtime", package.name)
+    return _runtime_dir(log_root, package.name)
+
+
+@functools.lru_cache(maxsize=256)
+def _runtime_dir(log_root: str, name: str) -> str:  # the same for every job of a cluster
+    path = posixpath.join(posixpath.dirname(log_root), "runtime", name)
     if any(c in path for c in ",:") or any(ord(c) < 32 for c in path):
         raise RenderError(f"the jsruntime directory {path!r} cannot hold ',', ':' or control characters "
                           "(it is mounted into containers and put on PYTHONPATH)",
@@ -232,7 +238,9 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
 
     exports = [(name, launch.shell_word(value, ctx)) for name, value in env.items()]
     if p.gpus_per_node:
-        exports = [(name, _run_time_shape(name, value, p.nodes, p.gpus_per_node, env)) for name, value in exports]
+        shape = _run_time_shapes(p.nodes, p.gpus_per_node)
+        exports = [(name, shape[name][1] if name in shape and env.get(name) == shape[name][0] else value)
+                   for name, value in exports]
     user_env = dict(spec.environment.env_vars)
     restart_codes = " ".join(str(x) for x in spec.recovery.restart_on_exit_codes)
     return {
@@ -262,13 +270,11 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
     }
 
 
-def _run_time_shape(name: str, word: str, nodes: int, gpus_per_node: int, env: dict[str, str]) -> str:
+@functools.lru_cache(maxsize=256)
+def _run_time_shapes(nodes: int, gpus_per_node: int) -> dict[str, tuple[str, str]]:
     """The shape variables, read from the allocation when the job starts (unless the job's env_vars set
-    them): `jsctl scale` changes a held job's nodes and GPUs per node, and the script must follow."""
-    shape = {"JETSTREAM_NNODES": (str(nodes), f'"${{SLURM_JOB_NUM_NODES:-{nodes}}}"'),
-             "JETSTREAM_GPUS_PER_NODE": (str(gpus_per_node), f'"${{SLURM_GPUS_ON_NODE:-{gpus_per_node}}}"'),
-             "JETSTREAM_WORLD_SIZE": (str(nodes * gpus_per_node),
-                                      '"$((JETSTREAM_NNODES * JETSTREAM_GPUS_PER_NODE))"')}
-    if name in shape and env.get(name) == shape[name][0]:
-        return shape[name][1]
-    return word
+    them): `jsctl scale` changes a held job's nodes and GPUs per node, and the script must follow.
+    name → (the value planned, the word that reads it from the allocation); shared: read only."""
+    return {"JETSTREAM_NNODES": (str(nodes), f'"${{SLURM_JOB_NUM_NODES:-{nodes}}}"'),
+            "JETSTREAM_GPUS_PER_NODE": (str(gpus_per_node), f'"${{SLURM_GPUS_ON_NODE:-{gpus_per_node}}}"'),
+            "JETSTREAM_WORLD_SIZE": (str(nodes * gpus_per_node), '"$((JETSTREAM_NNODES * JETSTREAM_GPUS_PER_NODE))"')}
