@@ -131,8 +131,10 @@ def test_volcano_and_trainjob_are_accepted_unchanged(ws, namespace, jsctl, flavo
     code, out, err = jsctl("apply", "plan.json")
     assert code == 0, out + err
     rec = record(ws, "job.train")
-    manifest = yaml.safe_load_all(dict((n, c) for n, c in rec["artifact"]["files"])[rec["artifact"]["request"]
-                                                                                     ["manifest"]])
+    # the manifest as reviewed: the saved plan holds the files' text (state keeps their digests)
+    (planned,) = [c["change"]["after"]["artifact"] for c in json.loads((ws / "plan.json").read_text())
+                  ["resource_changes"] if c["address"] == "job.train"]
+    manifest = yaml.safe_load_all(dict((n, c) for n, c in planned["files"])[planned["request"]["manifest"]])
     rendered = [d for d in manifest if d][-1]
     held = get(resource, rec["job_id"], "-n", namespace, namespace=None)
     crd = get("crd", resource, namespace=None)
