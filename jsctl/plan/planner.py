@@ -21,6 +21,7 @@ from jsctl.plan.drift import carried_checkpoint, finished, keep_checkpoint_path,
 from jsctl.providers import registry
 from jsctl.render import launch
 from jsctl.model.cluster import Facts, Offer
+from jsctl.model import gcpause
 from jsctl.model.artifact import RenderedArtifact
 from jsctl.model.job import JobContext
 from jsctl.model.runtime_names import RuntimeNames
@@ -86,6 +87,11 @@ def check_targets(targets: Sequence[str], addresses: Sequence[str]) -> None:
 
 
 def make_plan(inp: PlanInputs) -> Plan:
+    with gcpause.paused():  # thousands of jobs: the collector would only walk them
+        return _make_plan(inp)
+
+
+def _make_plan(inp: PlanInputs) -> Plan:
     state = inp.state
     if inp.targets:
         check_targets(inp.targets, [s.address for s in inp.sources.jobs] + list(state.records()))
@@ -101,6 +107,7 @@ def make_plan(inp: PlanInputs) -> Plan:
     upstream: dict[str, dict[str, str]] = {}
     ids: dict[str, str] = {}
     wanted = {s.address for s in inp.sources.jobs}
+    names = runtime_names()  # once for the plan, not per job
     for source in inp.sources.jobs:
         prior = state.record(source.address)
         if inp.destroy:
@@ -109,7 +116,7 @@ def make_plan(inp: PlanInputs) -> Plan:
             if prior:
                 upstream[source.address] = dict(prior.outputs)
             continue
-        change = _plan_job(source, prior, state, inp, offers, upstream, diags, advisories)
+        change = _plan_job(source, prior, state, inp, offers, upstream, diags, advisories, names)
         if change is None:
             continue
         if change.placement is None and change.action != "delete":
@@ -182,14 +189,15 @@ class Built:
 
 def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: PlanInputs, offers: list[Offer],
               upstream: dict[str, dict[str, str]], diags: list[Diagnostic],
-              advisories: list[tuple[str, str]] | None = None) -> ResourceChange | None:
+              advisories: list[tuple[str, str]] | None = None,
+              names: RuntimeNames | None = None) -> ResourceChange | None:
     generation = state.next_generation(source.address)
-    built = _build(source, generation, offers, inp, upstream, diags)
+    built = _build(source, generation, offers, inp, upstream, diags, names=names)
     if built is None:
         return None
     carried = carried_checkpoint(prior, built.spec) if prior else None  # --- drift: kept by a recovery
     if carried is not None:
-        built = _build(source, generation, offers, inp, upstream, diags, carried)
+        built = _build(source, generation, offers, inp, upstream, diags, carried, names)
         if built is None:
             return None
     live = inp.live.get(source.address)
@@ -217,7 +225,7 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
             if action == "no-op" and prior.spec != built.spec.document:
                 action = "update"  # bookkeeping only (labels, ...): what runs stays as it is
         if action == "replace":
-            built = _build(source, generation + 1, offers, inp, upstream, diags, keep)
+            built = _build(source, generation + 1, offers, inp, upstream, diags, keep, names)
             if built is None:
                 return None
     spec, p, ctx, advice = built.spec, built.result.placement, built.ctx, built.advice
@@ -248,8 +256,8 @@ def _plan_job(source: JobSource, prior: StateRecord | None, state: State, inp: P
 
 def _build(source: JobSource, generation: int, offers: list[Offer], inp: PlanInputs,
            upstream: dict[str, dict[str, str]], diags: list[Diagnostic],
-           keep: tuple[str, str] | None = None) -> Built | None:
-    spec, ds = resolve_job(source, generation, upstream, runtime_names())
+           keep: tuple[str, str] | None = None, names: RuntimeNames | None = None) -> Built | None:
+    spec, ds = resolve_job(source, generation, upstream, names if names is not None else runtime_names())
     diags.extend(d for d in ds if d.severity == "error")
     if spec is None:
         return None

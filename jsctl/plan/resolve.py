@@ -18,6 +18,7 @@ from jsctl.config.spec import build
 from jsctl.model.spec import JobSpec
 from jsctl.config.variables import Variables, column_offset, interpolate
 from jsctl.plan import dag
+from jsctl.model import gcpause
 from jsctl.model.address import job_address, job_id
 from jsctl.model.runtime_names import NONE, RuntimeNames
 
@@ -73,6 +74,12 @@ def load_sources(paths: Iterable[str], variables: Variables, runtime: RuntimeNam
     `runtime`: the names the installed providers set when a job runs. `templates` (validate): a job
     file whose `{{jobs.X.outputs.Y}}` no workflow here resolves is checked as a template (a note, not
     an error); planning needs the workflow."""
+    with gcpause.paused():  # thousands of documents: the collector would only walk them
+        return _load_sources(paths, variables, runtime, templates)
+
+
+def _load_sources(paths: Iterable[str], variables: Variables, runtime: RuntimeNames,
+                  templates: bool) -> tuple[Sources, list[Diagnostic]]:
     sources = Sources()
     diags: list[Diagnostic] = []
     found: list[JobSource] = []

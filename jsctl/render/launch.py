@@ -195,9 +195,13 @@ def shell_word(arg: str, ctx: JobContext) -> str:
         return shquote(arg)
     parts: list[str] = []
     last = 0
+    names = None  # the job's own run-time names, made on the first reference
     for m in VAR.finditer(arg):
-        if not expands(m.group(1), ctx):
-            continue
+        name = m.group(1)
+        if not is_runtime_name(name, ctx.runtime_names):
+            names = runtime_names(ctx) if names is None else names
+            if name not in names:
+                continue
         if m.start() > last:
             parts.append(shquote(arg[last:m.start()]))
         parts.append(f'"${{{m.group(1)}}}"')

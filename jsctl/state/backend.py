@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from jsctl.errors import StateError
+from jsctl.model import gcpause
 from jsctl.model.state import State
 
 LEASE_ENV = "JSCTL_LOCK_LEASE"  # seconds a lock's lease lasts without a heartbeat (default 60)
@@ -68,7 +69,8 @@ class Snapshot:
 def parse_state(text: str | bytes, where: str, hint: str | None = None) -> State:
     """A state document from its text; StateError naming `where` when it is truncated or not a state."""
     try:
-        data = json.loads(text)
+        with gcpause.paused():  # a large state is millions of objects, none in a cycle
+            data = json.loads(text)
     except ValueError as exc:
         msg = getattr(exc, "msg", str(exc))
         raise StateError(f"state {where} is corrupt or truncated ({msg}); nothing was changed",

@@ -236,11 +236,12 @@ def context(ctx: JobContext, settings: SlurmSettings) -> dict[str, Any]:
     def hooks(items: tuple[tuple[str, ...], ...]) -> list[str]:
         return [" ".join(hook_run + [launch.shell_command(h, ctx)]) for h in items]
 
-    exports = [(name, launch.shell_word(value, ctx)) for name, value in env.items()]
+    words = {name: launch.shell_word(value, ctx) for name, value in env.items()}
     if p.gpus_per_node:
-        shape = _run_time_shapes(p.nodes, p.gpus_per_node)
-        exports = [(name, shape[name][1] if name in shape and env.get(name) == shape[name][0] else value)
-                   for name, value in exports]
+        for name, (planned, word) in _run_time_shapes(p.nodes, p.gpus_per_node).items():
+            if name in words and env[name] == planned:
+                words[name] = word
+    exports = list(words.items())
     user_env = dict(spec.environment.env_vars)
     restart_codes = " ".join(str(x) for x in spec.recovery.restart_on_exit_codes)
     return {
