@@ -43,6 +43,8 @@ class SlurmClient(ProviderClient):
             raise CapabilityError(f"cluster {cluster.name}: access mode slurmrestd is not supported yet",
                                   hint="use access.mode: local (on a login node) or ssh")
         self.runner = runner or Runner(self.settings.access, cwd=workspace_dir)
+        self._queue_at_adopt: dict[str, Mapping] | None = None  # adopt's one squeue (see adopt)
+        self._submitted: dict[tuple[str, str | None], int] = {}  # (job name, comment) -> id, submitted here
 
     # ---- planning ---------------------------------------------------------------------------------
     def probe(self) -> Facts:
@@ -96,6 +98,7 @@ class SlurmClient(ProviderClient):
         job = res.stdout.strip().splitlines()[-1].split(";")[0] if res.stdout.strip() else ""
         if not job.isdigit():
             raise ProviderError(f"sbatch printed no job id for {artifact.job_id}: {res.stdout!r}")
+        self._submitted[(artifact.job_id, request.comment or None)] = int(job)  # adopt finds it (see adopt)
         return JobHandle("slurm", self.cluster.name, job)
 
     def _stage_runtime(self, path: str) -> None:
@@ -130,9 +133,17 @@ class SlurmClient(ProviderClient):
         return ids
 
     def adopt(self, artifact: RenderedArtifact) -> JobHandle | None:
+        """The newest live job of this name and comment. One `squeue` per apply, not one per job (a
+        client serves one apply; Slurm's answer grows with its queue): the queue as the first adopt
+        saw it holds every job an earlier, interrupted apply submitted, and the jobs submitted
+        through this client since are remembered as they are submitted (and forgotten when it
+        cancels them), so that none is ever submitted twice."""
         comment = artifact.request.comment if isinstance(artifact.request, SbatchRequest) else None
-        found = []
-        for jid, job in self._squeue().items():
+        if self._queue_at_adopt is None:
+            self._queue_at_adopt = self._squeue()
+        found = [jid for (name, c), jid in self._submitted.items() if name == artifact.job_id
+                 and (not comment or c == comment)]
+        for jid, job in self._queue_at_adopt.items():
             if job.get("name") != artifact.job_id or (comment and job.get("comment") != comment):
                 continue
             if parse.live_from_squeue(job).phase in ("FAILED", "CANCELLED"):
@@ -276,6 +287,9 @@ class SlurmClient(ProviderClient):
 
     # ---- lifecycle --------------------------------------------------------------------------------
     def cancel(self, handle: JobHandle) -> None:
+        if self._queue_at_adopt is not None:
+            self._queue_at_adopt.pop(handle.id, None)
+        self._submitted = {k: jid for k, jid in self._submitted.items() if str(jid) != handle.id}
         res = self.runner.run(["scancel", handle.id])
         if not res.ok and not any(s in res.stderr for s in GONE_CANCEL):
             raise ProviderError(f"scancel {handle.id} failed: {res.error()}")

@@ -126,6 +126,29 @@ def test_adopt_matches_name_and_comment_and_skips_dead_jobs():
     assert c.adopt(art()) == JobHandle("slurm", "ci", "4")
 
 
+def other(name, comment):
+    a = art((), comment)
+    return RenderedArtifact(a.kind, name, a.files, a.request, a.summary)
+
+
+def test_adopt_asks_squeue_once_per_apply_and_never_misses_its_own_submits():
+    c = client({("squeue",): squeue(job(4, "PENDING", comment="jsctl:job.a@1:abc"),
+                                    job(7, "RUNNING", name="js-c-0000", comment="jsctl:job.c@1:ccc")),
+                ("sbatch",): (0, "42;ci\n", "")})
+    assert c.adopt(art()) == JobHandle("slurm", "ci", "4")  # submitted by an apply killed before it recorded
+    assert c.adopt(other("js-b-0000", "jsctl:job.b@1:bbb")) is None
+    b = c.submit(other("js-b-0000", "jsctl:job.b@1:bbb"), {}, {})
+    assert c.adopt(other("js-b-0000", "jsctl:job.b@1:bbb")) == b  # not in the queue as first seen: remembered
+    assert c.adopt(other("js-b-0000", "jsctl:job.b@1:other")) is None  # another script: not that job
+    assert c.adopt(other("js-c-0000", "jsctl:job.c@1:ccc")) == JobHandle("slurm", "ci", "7")
+    assert [call[0][0] for call in c.runner.calls].count("squeue") == 1
+    c.cancel(b)
+    c.cancel(JobHandle("slurm", "ci", "7"))
+    assert c.adopt(other("js-b-0000", "jsctl:job.b@1:bbb")) is None  # cancelled here: not adopted
+    assert c.adopt(other("js-c-0000", "jsctl:job.c@1:ccc")) is None
+    assert [call[0][0] for call in c.runner.calls].count("squeue") == 1
+
+
 def test_cancel_is_idempotent():
     c = client({("scancel",): (1, "", "scancel: error: Kill job error on job id 5: Job/step already completing "
                                       "or completed")})
