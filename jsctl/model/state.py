@@ -65,7 +65,7 @@ class RecordStatus:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> "RecordStatus":
-        d = d if isinstance(d, Mapping) else {}
+        d = d if isinstance(d, (dict, Mapping)) else {}
         restarts = d.get("restarts")
         return cls(_phase(d.get("phase")) or Phase.UNKNOWN, d.get("engine_state"), d.get("reason"),
                    _num(d.get("started_at")), _num(d.get("ended_at")), d.get("exit_code"),
@@ -84,7 +84,7 @@ class CostBasis:
     time_limit_s: float | None = None  # older records: price × time limit is the estimate
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this jsctl does not know, kept as they were
 
-    _KEYS = ("price_per_hour", "capacity", "bound", "estimate", "time_limit_s")
+    _KEYS = frozenset(("price_per_hour", "capacity", "bound", "estimate", "time_limit_s"))
 
     def expected(self) -> float | None:
         """The cost the plan expected for this run."""
@@ -105,9 +105,10 @@ class CostBasis:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> "CostBasis":
-        d = d if isinstance(d, Mapping) else {}
+        d = d if isinstance(d, (dict, Mapping)) else {}
         return cls(_num(d.get("price_per_hour")), d.get("capacity"), _num(d.get("bound")), _num(d.get("estimate")),
-                   _num(d.get("time_limit_s")), {k: v for k, v in d.items() if k not in cls._KEYS})
+                   _num(d.get("time_limit_s")),
+                   {} if d.keys() <= cls._KEYS else {k: v for k, v in d.items() if k not in cls._KEYS})
 
 
 @dataclass(frozen=True)
@@ -164,9 +165,9 @@ class StateRecord:
     history: tuple[PastRun, ...] = ()
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this jsctl does not know, kept as they were
 
-    _KEYS = ("address", "name", "generation", "provider", "cluster", "job_id", "handle", "spec", "artifact_digest",
-             "artifact", "placement", "strategy", "depends_on", "outputs", "status", "created_at", "updated_at",
-             "submitted_at", "cost_basis", "events", "history", "last_status")
+    _KEYS = frozenset(("address", "name", "generation", "provider", "cluster", "job_id", "handle", "spec",
+                       "artifact_digest", "artifact", "placement", "strategy", "depends_on", "outputs", "status",
+                       "created_at", "updated_at", "submitted_at", "cost_basis", "events", "history", "last_status"))
 
     @property
     def gpus(self) -> int:
@@ -208,9 +209,9 @@ class StateRecord:
             created_at=_num(d.get("created_at")), updated_at=_num(d.get("updated_at")),
             submitted_at=_num(d.get("submitted_at")), cost_basis=CostBasis.from_dict(d.get("cost_basis")),
             events=tuple(RecordEvent(float(e.get("time") or 0), str(e.get("event", ""))) for e in d.get("events") or ()
-                         if isinstance(e, Mapping)),
-            history=tuple(PastRun.from_dict(h) for h in d.get("history") or () if isinstance(h, Mapping)),
-            extra={k: v for k, v in d.items() if k not in cls._KEYS})
+                         if isinstance(e, (dict, Mapping))),
+            history=tuple(PastRun.from_dict(h) for h in d.get("history") or () if isinstance(h, (dict, Mapping))),
+            extra={} if d.keys() <= cls._KEYS else {k: v for k, v in d.items() if k not in cls._KEYS})
 
 
 @dataclass(frozen=True)
