@@ -130,18 +130,22 @@ def find_files(paths: Iterable[str], recursive: bool = False) -> tuple[list[str]
     diags: list[Diagnostic] = []
     seen: set[str] = set()
 
-    def add(path: str) -> None:
-        real = os.path.realpath(path)
+    def add(path: str, real: str | None = None) -> None:
+        real = real or os.path.realpath(path)
         if real not in seen:
             seen.add(real)
             files.append(path)
 
+    real_dirs: dict[str, str] = {}
     for path in paths:
         if os.path.isdir(path):
             found = _yaml_in(path, recursive)
             if found:
-                for f in found:
-                    add(f)
+                for f in found:  # a directory's entry that is no link is its directory's real path + its name
+                    head, name = os.path.split(f)
+                    if head not in real_dirs:
+                        real_dirs[head] = os.path.realpath(head)
+                    add(f, None if os.path.islink(f) else os.path.join(real_dirs[head], name))
                 continue
             below = not recursive and bool(_yaml_in(path, True))
             diags.append(error("E006", "directory holds no .yaml or .yml files"

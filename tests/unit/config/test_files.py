@@ -38,6 +38,18 @@ def test_each_file_once_in_the_order_given(write, tmp_path):
     assert not diags and files == [b, os.path.join(str(tmp_path / "jobs"), "a.yaml")]
 
 
+def test_each_file_once_through_links_and_linked_directories(write, tmp_path):
+    from jsctl.config.loader import find_files
+
+    a = write("jobs/a.yaml", JOB.format(name="a"))
+    os.symlink(a, str(tmp_path / "jobs" / "also-a.yaml"))  # the same file by a link in the same directory
+    os.symlink(str(tmp_path / "jobs"), str(tmp_path / "linked"))  # the same directory by a link
+    write("other/b.yaml", JOB.format(name="b"))
+    os.symlink(str(tmp_path / "other" / "b.yaml"), str(tmp_path / "jobs" / "b.yaml"))
+    files, diags = find_files([str(tmp_path / "linked"), str(tmp_path / "jobs"), str(tmp_path / "other")])
+    assert not diags and files == [str(tmp_path / "linked" / "a.yaml"), str(tmp_path / "linked" / "b.yaml")]
+
+
 def test_missing_path_and_empty_directory_are_clear_errors(jsctl, write, tmp_path):
     (tmp_path / "empty").mkdir()
     write("nested/below/a.yaml", JOB.format(name="a"))
