@@ -83,6 +83,19 @@ def metric_record(line: str) -> dict[str, Any] | None:
     return rec if isinstance(rec, dict) and isinstance(rec.get("jetstream"), str) else None
 
 
+def per_rank(rec: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The other ranks' figures a multi-process metric line carries (jsruntime's "ranks": loss, step
+    time and peak memory, lists indexed by rank), each as a record of its own; rank 0 is the line."""
+    ranks = rec.get("ranks")
+    if not isinstance(ranks, dict):
+        return []
+    columns = {name: values for name, values in ranks.items() if name in CURVES and isinstance(values, list)}
+    width = max((len(v) for v in columns.values()), default=0)
+    return [(r, {"step": rec["step"], "time": rec.get("time"),
+                 **{name: values[r] for name, values in columns.items() if r < len(values)}})
+            for r in range(1, width)]
+
+
 def placement_view(p: dict[str, Any]) -> dict[str, Any]:
     placement = Placement.from_dict(p) if p else None
     try:
@@ -231,6 +244,8 @@ class Dashboard:
                 if kind == "metrics" and isinstance(rec.get("step"), int):
                     rank = rec.get("rank") if isinstance(rec.get("rank"), int) else 0
                     by_rank.setdefault(rank, {})[rec["step"]] = rec  # a replay after a restart overwrites its steps
+                    for other, figures in per_rank(rec):
+                        by_rank.setdefault(other, {})[rec["step"]] = figures
                     mem_kind = rec.get("mem_kind", mem_kind)
                 elif kind == "checkpoint" and isinstance(rec.get("step"), int):
                     checkpoints.append({"step": rec["step"], "mode": rec.get("mode"), "path": rec.get("path"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -18,7 +19,7 @@ from torch import nn
 from . import process_group, strategy
 from .checkpoint import Checkpointer, Stateful
 from .env import CHECKPOINT_MODES, REQUEUE_EXIT_CODE, ConfigError, RuntimeEnv, read_env
-from .metrics import CommTimer, MetricsEmitter
+from .metrics import CommTimer, MetricsEmitter, peak_memory
 from .preemption import PreemptionWatcher
 
 log = logging.getLogger("jsruntime")
@@ -37,6 +38,7 @@ class Runtime:
         self.strategy = env.strategy
         self.metrics = MetricsEmitter(self.rank == 0, env.job_id, env.log_every)
         self.comm = CommTimer()  # time waiting on the model's collectives (comm_s in metric lines)
+        self._last_step_at: float | None = None  # when rt.step was last called (each rank's own step time)
         self.preemption = PreemptionWatcher()
         self.checkpointer: Checkpointer | None = None
         if env.checkpoint.enabled:
@@ -160,8 +162,6 @@ class Runtime:
         if isinstance(lr, torch.Tensor):
             lr = float(lr.item())
         comm_s = self.comm.take() if self.comm.attached else None
-        self.metrics.step(step, now, self.world_size, loss=loss, lr=lr, samples=samples, tokens=tokens, extra=metrics,
-                          comm_s=comm_s)
 
         ck = self.checkpointer
         cfg = self.env.checkpoint
@@ -171,10 +171,13 @@ class Runtime:
             and time.monotonic() - ck.last_save_started >= cfg.every_seconds
         )
         flags = [float(self.preemption.requested), float(writing), float(failed), float(time_due)]
-        if self.world_size > 1:  # one small all_reduce: every rank acts on the same facts
-            t = torch.tensor(flags)
-            dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.groups.control)
-            flags = t.tolist()
+        if self.world_size > 1:  # one small collective: every rank acts on the same facts
+            flags, per_rank = self._agree(flags, step, now, loss)
+            if per_rank is not None:
+                metrics = {**metrics, "ranks": per_rank}
+        self._last_step_at = now
+        self.metrics.step(step, now, self.world_size, loss=loss, lr=lr, samples=samples, tokens=tokens, extra=metrics,
+                          comm_s=comm_s)
         preempt, writing_any, failed_any, time_due_any = (f > 0 for f in flags)
 
         if ck is not None and ck.in_flight is not None and not writing_any:
@@ -184,6 +187,29 @@ class Runtime:
         due = time_due_any or (cfg.every_steps is not None and step % cfg.every_steps == 0)
         if ck is not None and due and ck.last_saved_step != step:
             ck.save(step)
+
+    def _agree(self, flags: list[float], step: int, now: float,
+               loss: float | None) -> tuple[list[float], dict[str, list[float | None]] | None]:
+        """The ranks' flags combined (any rank's wins). On a step that is logged, the same collective
+        (an all_gather instead of the all_reduce) also brings every rank's loss, last step time and peak
+        memory to rank 0, for the metric line's per-rank curves ("ranks": lists indexed by rank)."""
+        if step % self.metrics.log_every != 0:
+            t = torch.tensor(flags)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.groups.control)
+            return t.tolist(), None
+        step_time = now - self._last_step_at if self._last_step_at is not None else math.nan
+        mine = torch.tensor([*flags, math.nan if loss is None else loss, step_time, float(peak_memory()[0])],
+                            dtype=torch.float64)
+        rows = [torch.empty_like(mine) for _ in range(self.world_size)]
+        dist.all_gather(rows, mine, group=self.groups.control)
+        table = torch.stack(rows)
+        combined = table[:, : len(flags)].max(dim=0).values.tolist()
+        if self.rank != 0:
+            return combined, None
+        n = len(flags)
+        loss_, time_, mem = ([None if math.isnan(v) else v for v in table[:, i].tolist()] for i in (n, n + 1, n + 2))
+        return combined, {"loss": loss_, "step_time_s": [None if v is None else round(v, 6) for v in time_],
+                          "peak_mem_bytes": [None if v is None else int(v) for v in mem]}
 
     def _stop_for_preemption(self, step: int) -> None:
         self.metrics.event("preempt", step=step, signal=self.preemption.signal_name or "peer rank")

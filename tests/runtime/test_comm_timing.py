@@ -29,6 +29,11 @@ def test_collectives_are_timed_under_fsdp_and_ddp(tmp_path):
             assert 0 < r["comm_s"] < r["step_time_s"], (name, r)
             assert r["compute_s"] + r["comm_s"] == pytest.approx(r["step_time_s"], abs=2e-6)
             assert r["peak_mem_bytes"] > 0 and r["mem_kind"] == "rss"
+            # every rank's own figures, gathered on the step's one collective (the dashboard's curves per worker)
+            ranks = r["ranks"]
+            assert ranks["loss"][0] == r["loss"] and len(ranks["loss"]) == 2 and ranks["loss"][1] != r["loss"]
+            assert all(m > 0 for m in ranks["peak_mem_bytes"]) and ranks["peak_mem_bytes"][0] <= r["peak_mem_bytes"]
+            assert all(0 < s < 60 for s in ranks["step_time_s"]), ranks
         print(name, [(r["step_time_s"], r["comm_s"]) for r in records])
         losses[name] = [r["loss"] for r in records]
     assert losses["fsdp"] == pytest.approx(losses["ddp"], rel=1e-5)  # timing hooks change nothing computed

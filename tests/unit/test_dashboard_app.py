@@ -131,3 +131,14 @@ def test_a_non_editable_install_ships_the_page():
     static = [p.relative_to(root / "jsctl").as_posix() for p in (root / "jsctl" / "dashboard" / "static").iterdir()]
     assert {"dashboard/static/index.html", "dashboard/static/app.js", "dashboard/static/app.css"} <= set(static)
     assert all(any(fnmatch.fnmatch(name, pattern) for pattern in patterns) for name in static), static
+
+
+def test_a_multi_process_metric_line_gives_a_curve_per_rank():
+    from jsctl.dashboard.data import per_rank
+
+    line = {"jetstream": "metrics", "step": 20, "loss": 0.93, "time": 5.0, "peak_mem_bytes": 7,
+            "ranks": {"loss": [0.93, 0.84, None], "step_time_s": [0.01, 0.02, 0.03], "peak_mem_bytes": [7, 8, 9],
+                      "not_a_curve": [1, 2, 3]}}
+    assert per_rank(line) == [(1, {"step": 20, "time": 5.0, "loss": 0.84, "step_time_s": 0.02, "peak_mem_bytes": 8}),
+                              (2, {"step": 20, "time": 5.0, "loss": None, "step_time_s": 0.03, "peak_mem_bytes": 9})]
+    assert per_rank({"jetstream": "metrics", "step": 1, "loss": 1.0}) == []
