@@ -89,7 +89,8 @@ class SlurmProvider(Provider):
                          "--kill-on-invalid-dep=yes)")
         if ctx["checkpoints"]:
             notes.append(f"requeues on preemption: SIGUSR1 {settings.signal_grace_s}s before the end, "
-                         "checkpoint, scontrol requeue")
+                         "checkpoint, exit 75, then this script runs scontrol requeue (jsctl requeues, not the "
+                         "framework: jsruntime.lightning turns Lightning's SLURMEnvironment auto_requeue off)")
         notes.append(f"jsruntime: this jsctl's copy, staged at submit in {ctx['runtime_dir']} and first on "
                      "PYTHONPATH" + (" (mounted read-only into the container)" if c.runtime_dir else ""))
         if ctx["deepspeed_file"]:
