@@ -38,4 +38,4 @@ if [[ -x scripts/k8s-up.sh ]]; then
     echo "note: Kubernetes did not start; its integration tests will skip" >&2
   fi
 fi
-python -m pytest -q "$@"
+python -m pytest -q --durations=25 "$@"   # the slowest tests, to keep CI in its time
