@@ -17,12 +17,15 @@ outputs), then, each as the `jsctl` command a user runs (a fresh Python process,
 The state is made the way apply records jobs (jsctl.apply.new_record on the plan's changes, with
 made-up handles). Targets (issue 14): plans under 3 s and state list / status under 1 s at 5,000
 jobs, growing close to linearly: the growth line prints time(largest)/time(smallest) beside the
-size ratio. The figure is the best of --repeat runs.
+size ratio. The figure is the best of --repeat runs. Beside each wall-clock figure: the CPU seconds
+(user + system) of the same run, which the load of other processes on the machine changes much
+less; a second table gives them per size.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -111,18 +114,33 @@ def engine_env(base: str) -> tuple[dict[str, str], str]:
             f"no engine: includes {NO_ENGINE_WAIT_S} s waiting for it")
 
 
+CPU: dict[float, float] = {}  # wall figure -> CPU seconds of that run
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def timed(base: str, args: list[str], repeat: int, extra: dict[str, str] | None = None) -> tuple[float, str]:
     env = {**os.environ, "SLURM_CONF": os.path.join(base, "no-such-slurm.conf"), "PYTHONPATH": ROOT, **(extra or {})}
     best, out = float("inf"), ""
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _children_cpu()
         proc = subprocess.run([sys.executable, "-m", "jsctl", *args], cwd=base, env=env,
                               capture_output=True, text=True)
-        best = min(best, time.perf_counter() - t0)
+        wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+        if wall < best:
+            best = wall
+            CPU[best] = cpu
         out = proc.stdout + proc.stderr
         if proc.returncode not in (0, 2):
             raise SystemExit(f"jsctl {' '.join(args)} failed ({proc.returncode}):\n{out[-2000:]}")
     return best, out
+
+
+def cpu(figure: float) -> str:
+    return f"(cpu {CPU.get(figure, float('nan')):6.3f} s)"
 
 
 def summary(out: str) -> str:
@@ -136,17 +154,19 @@ def run_size(n: int, repeat: int, keep: str | None) -> dict[str, float]:
         make_workspace(base, n)
         figures: dict[str, float] = {}
         figures["plan new"], out = timed(base, ["plan", "-f", "jobs", "--refresh=false"], repeat)
-        print(f"  {n:>6} plan new        {figures['plan new']:7.3f} s  ({summary(out)})", flush=True)
+        print(f"  {n:>6} plan new        {figures['plan new']:7.3f} s {cpu(figures['plan new'])}  ({summary(out)})",
+              flush=True)
         recorded = make_state(base)
         figures["plan no-change"], out = timed(base, ["plan", "-f", "jobs", "--refresh=false"], repeat)
-        print(f"  {n:>6} plan no-change  {figures['plan no-change']:7.3f} s  ({summary(out)}; {recorded} in state)",
-              flush=True)
+        print(f"  {n:>6} plan no-change  {figures['plan no-change']:7.3f} s {cpu(figures['plan no-change'])}  "
+              f"({summary(out)}; {recorded} in state)", flush=True)
         figures["state list"], out = timed(base, ["state", "list"], repeat)
-        print(f"  {n:>6} state list      {figures['state list']:7.3f} s  ({len(out.splitlines())} lines)", flush=True)
+        print(f"  {n:>6} state list      {figures['state list']:7.3f} s {cpu(figures['state list'])}  "
+              f"({len(out.splitlines())} lines)", flush=True)
         extra, how = engine_env(base)
         figures["status"], out = timed(base, ["status"], repeat, extra)
-        print(f"  {n:>6} status          {figures['status']:7.3f} s  ({len(out.splitlines())} lines; {how})",
-              flush=True)
+        print(f"  {n:>6} status          {figures['status']:7.3f} s {cpu(figures['status'])}  "
+              f"({len(out.splitlines())} lines; {how})", flush=True)
         return figures
     finally:
         if not keep:
@@ -171,6 +191,17 @@ def main(argv: list[str] | None = None) -> int:
         growth = results[large][name] / results[small][name] if results[small][name] else float("nan")
         verdict = "within" if results[large][name] <= target else "OVER"
         print(f"{name:<16}{row}   {target:4.1f} s  {growth:5.2f}x for {large / small:.1f}x the jobs ({verdict})")
+    print(f"\n{'cpu seconds':<16}" + "".join(f"{n:>9}" for n in sizes) + "           growth")
+    for name in TARGETS:
+        row = [CPU.get(results[n][name], float("nan")) for n in sizes]
+        growth = row[-1] / row[0] if row[0] else float("nan")
+        print(f"{name:<16}" + "".join(f"{x:9.3f}" for x in row) + f"           {growth:5.2f}x")
+    try:
+        load = os.getloadavg()[0]
+        print(f"\nload average (1 min) at the end: {load:.2f}: wall-clock figures are "
+              f"{'comparable' if load < 1.5 else 'inflated by other processes'}")
+    except OSError:
+        pass
     return 0
 
 
