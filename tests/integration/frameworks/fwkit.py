@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import logrecords
+
 ROOT = Path(__file__).resolve().parents[3]
 FRAMEWORKS = ROOT / "examples" / "frameworks"
 
@@ -70,16 +72,7 @@ def preempt_after_first_checkpoint(ws: Path, job: str, pattern: str, timeout: fl
 
 
 def records(job: str) -> list[dict]:
-    out = cli("logs", job, "--metrics")[1]
-    recs = []
-    for line in out.splitlines():
-        start = line.find('{"jetstream"')
-        if start >= 0:
-            try:
-                recs.append(json.loads(line[start:]))
-            except ValueError:
-                pass
-    return recs
+    return logrecords.parse(cli("logs", job, "--metrics")[1])
 
 
 def events(recs: list[dict], name: str) -> list[dict]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import logrecords
 from slurmit import QUICKSTART, wait_for
 
 STEPS = "220"
@@ -35,16 +36,7 @@ def two_by_two(ws: Path, name: str) -> str:
 
 def records(jsctl, name: str) -> list[dict]:
     """The runtime's JSON lines in the job's log (any node's srun label stripped)."""
-    out = jsctl("logs", name, "--metrics")[1]
-    recs = []
-    for line in out.splitlines():
-        start = line.find('{"jetstream"')
-        if start >= 0:
-            try:
-                recs.append(json.loads(line[start:]))
-            except ValueError:
-                pass
-    return recs
+    return logrecords.parse(jsctl("logs", name, "--metrics")[1])
 
 
 def events(jsctl, name: str, kind: str) -> list[dict]:

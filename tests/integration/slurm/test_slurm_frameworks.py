@@ -8,7 +8,6 @@ world size and operations on CPU); keep_latest checkpoints remain and `jsctl met
 curve."""
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import logrecords
 from slurmit import ROOT, wait_for
 
 pytest.importorskip("transformers", reason="needs the hf extra (pip install -e '.[hf]')")
@@ -34,16 +34,7 @@ def two_nodes(ws: Path, name: str) -> str:
 
 
 def records(jsctl, name: str) -> list[dict]:
-    out = jsctl("logs", name, "--metrics")[1]
-    recs = []
-    for line in out.splitlines():
-        start = line.find('{"jetstream"')
-        if start >= 0:
-            try:
-                recs.append(json.loads(line[start:]))
-            except ValueError:
-                pass
-    return recs
+    return logrecords.parse(jsctl("logs", name, "--metrics")[1])
 
 
 def losses(recs: list[dict]) -> dict[int, float]:
