@@ -39,11 +39,18 @@ def environment(package: str) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _template(package: str, template: str) -> Any:
-    """Loaded and compiled once per process (get_template would look at the file on every call)."""
-    return environment(package).get_template(template)
+def _template(package: str, template: str) -> tuple[Any, dict[str, Any]]:
+    """Loaded and compiled once per process (get_template would look at the file on every call),
+    with its globals, merged once (Template.render merges them into every render's context)."""
+    found = environment(package).get_template(template)
+    return found, dict(found.globals)
 
 
 def render(package: str, template: str, **context: Any) -> str:
     """`template` from `package`'s templates (a provider passes its own package, e.g. `__package__`)."""
-    return _template(package, template).render(**context)
+    found, globals_ = _template(package, template)
+    # = found.render(**context), whose context is the template's globals updated with `context`
+    try:
+        return found.environment.concat(found.root_render_func(found.new_context({**globals_, **context}, shared=True)))
+    except Exception:
+        found.environment.handle_exception()  # as Template.render: raises, pointing into the template
