@@ -551,7 +551,9 @@
         if (e.event === "restore" && e.step !== null) markers.push({ x: e.step, cls: "restore", title: `restored from step ${e.step}` });
       }
       for (const c of CURVES) {
-        const series = m.series.map((sr) => ({ name: "rank " + sr.rank, xs: sr.step, ys: sr[c.key] }));
+        // a rank without this figure (throughput is the job's, on rank 0's line) draws no line and no legend entry
+        const series = m.series.filter((sr, i) => i === 0 || (sr[c.key] || []).some((v) => v !== null))
+          .map((sr) => ({ name: "rank " + sr.rank, xs: sr.step, ys: sr[c.key] }));
         const svg = lineChart(byId("chart-" + c.key), { series, markers, yfmt: c.fmt, yzero: c.yzero, yunit: c.yunit, xlabel: "step" });
         svg.setAttribute("data-metric", c.key);
         const sr = m.series[0];
