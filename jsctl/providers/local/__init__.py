@@ -57,6 +57,10 @@ class LocalProvider(Provider):
         if spec.environment.image:
             notes.append(f"image {spec.environment.image} is not used: the local provider runs on this "
                          "machine's Python")
+        if spec.checkpoint_output is not None:
+            notes.append("requeues on preemption: the runtime checkpoints and exits 75, then the local supervisor "
+                         "starts the command again from the newest checkpoint (jsctl requeues, not the framework: "
+                         "jsruntime.lightning turns Lightning's SLURMEnvironment auto_requeue off)")
         files = []
         ds_text = launch.deepspeed_config(job)
         if ds_text:  # written into the run directory beside run.json (LocalClient.submit)

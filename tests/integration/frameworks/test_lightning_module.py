@@ -15,6 +15,9 @@ STEPS = 60
 
 
 def test_lightning_module_preempted_requeued_resumes_exactly(fw):
+    code, out, err = cli("plan", "-f", str(fw / "frameworks" / "lightning.yaml"))  # the plan says who requeues
+    assert code == 0 and "requeues on preemption: the runtime checkpoints and exits 75" in out, out + err
+    assert "jsctl requeues, not the framework" in out, out
     recs, ref, k = preempted_and_plain(fw, "lightning.yaml", "lightning-classifier", "step-*", STEPS, 0.1)
     assert 20 <= k < STEPS  # after the first planned checkpoint (save_frequency 20steps)
     start = events(recs, "start")[0]
