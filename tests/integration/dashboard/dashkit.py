@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty, Queue
-from typing import Callable, Iterator
+from typing import Iterator
 
 from engines import require
 from paths import EXAMPLES
@@ -130,14 +130,3 @@ def serving(ws: Path, *args: str, timeout: float = 30) -> Iterator[Served]:
             proc.kill()
             proc.wait(5)
         log.close()
-
-
-def wait_for(check: Callable[[], object], timeout: float, what: str, every: float = 0.3) -> object:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(every)

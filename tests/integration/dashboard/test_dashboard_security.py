@@ -10,7 +10,8 @@ from http.cookiejar import CookieJar
 
 import pytest
 
-from dashkit import cli, kill_jobs, phase, require_server, serving, wait_for
+from dashkit import cli, kill_jobs, phase, require_server, serving
+from slurmci import wait_for  # the tests' one wait (not Slurm's only)
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def sleeper(ws) -> str:
                                      "lifecycle:\n  command: [sleep, '120']\n")
     code, _, err = cli(ws, "apply", "-f", "sleeper.yaml", "--auto-approve")
     assert code == 0, err
-    wait_for(lambda: phase(ws, "sleeper") == "RUNNING", 60, "sleeper running")
+    wait_for(lambda: phase(ws, "sleeper") == "RUNNING", 60, what="sleeper running")
     return "job.sleeper"
 
 
